@@ -1,0 +1,5 @@
+import sys
+
+from lanenb.cli import main
+
+sys.exit(main())

@@ -1,0 +1,118 @@
+"""The ``@lanenb`` event stream: the only contract between a running job and its watchers.
+
+Ranks print one event per line to stdout. Launchers (local mpirun, Kubernetes pod logs)
+and the notebook never parse anything else, so the same parser serves every backend.
+Lines may carry launcher decorations before the marker (mpirun's ``[1,0]<stdout>:``,
+kubectl timestamps); the parser finds the marker anywhere in the line.
+
+The schema is documented in docs/EVENTS.md; bump ``SCHEMA_VERSION`` on incompatible change.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, TextIO
+
+PREFIX = "@lanenb "
+SCHEMA_VERSION = 1
+KINDS = frozenset({"start", "step", "epoch", "eval", "checkpoint", "system", "end", "error", "log", "snapshot"})
+
+# mpirun --tag-output writes "[jobid,rank]<stdout>:" before each line.
+_MPI_TAG = re.compile(r"^\[(?:\d+),(\d+)\]<(stdout|stderr)>:\s?")
+
+_emit_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One parsed event. ``data`` holds the kind-specific fields."""
+
+    kind: str
+    rank: int
+    t: float
+    v: int = SCHEMA_VERSION
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"v": self.v, "t": self.t, "rank": self.rank, "kind": self.kind, **self.data}
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/Inf: a diverged loss must still produce a parseable line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+        try:
+            return _clean(value.item())
+        except (TypeError, ValueError):
+            return str(value)
+    return value
+
+
+def format_event(kind: str, rank: int, **fields: Any) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"unknown event kind {kind!r}; expected one of {sorted(KINDS)}")
+    payload = {"v": SCHEMA_VERSION, "t": round(time.time(), 3), "rank": int(rank), "kind": kind}
+    payload.update(_clean(fields))
+    return PREFIX + json.dumps(payload, separators=(",", ":"), default=str)
+
+
+def emit(kind: str, rank: int, stream: TextIO | None = None, **fields: Any) -> None:
+    """Print one event line and flush, so watchers see it while the rank is still running."""
+    line = format_event(kind, rank, **fields)
+    out = stream or sys.stdout
+    with _emit_lock:
+        out.write(line + "\n")
+        out.flush()
+
+
+def split_rank_tag(line: str) -> tuple[int | None, str]:
+    """Strip mpirun's ``[job,rank]<stdout>:`` tag; return (rank or None, rest)."""
+    m = _MPI_TAG.match(line)
+    if m:
+        return int(m.group(1)), line[m.end():]
+    return None, line
+
+
+def parse_line(line: str) -> Event | None:
+    """Return the event on this line, or None for ordinary log output or a garbled event."""
+    idx = line.find(PREFIX)
+    if idx < 0:
+        return None
+    try:
+        obj = json.loads(line[idx + len(PREFIX):])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or "kind" not in obj:
+        return None
+    try:
+        kind = str(obj.pop("kind"))
+        rank = int(obj.pop("rank", 0))
+        t = float(obj.pop("t", 0.0))
+        v = int(obj.pop("v", SCHEMA_VERSION))
+    except (TypeError, ValueError):
+        return None
+    return Event(kind=kind, rank=rank, t=t, v=v, data=obj)
+
+
+def parse_lines(lines: Iterable[str]) -> Iterator[Event]:
+    for line in lines:
+        ev = parse_line(line)
+        if ev is not None:
+            yield ev
