@@ -1,0 +1,126 @@
+"""``lanenb jobs ...``: look after jobs from a terminal (the same registry the notebook uses)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = subparsers.add_parser("jobs", help="list, inspect, follow and cancel training jobs",
+                                   description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
+
+    p = sub.add_parser("list", help="every recorded job, newest last")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--refresh", action="store_true", help="ask each unfinished job's backend for its state")
+    p.set_defaults(func=_list)
+
+    p = sub.add_parser("show", help="status, spec, metrics and backend detail of one job")
+    p.add_argument("name")
+    p.set_defaults(func=_show)
+
+    p = sub.add_parser("logs", help="print a job's output (rank-tagged)")
+    p.add_argument("name")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+    p.add_argument("--worker", type=int, default=None, help="only this rank / worker")
+    p.add_argument("--events", action="store_true", help="only the parsed @lanenb events, as JSON lines")
+    p.set_defaults(func=_logs)
+
+    p = sub.add_parser("cancel", help="stop every rank of a job")
+    p.add_argument("name")
+    p.set_defaults(func=_cancel)
+
+    p = sub.add_parser("wait", help="block until a job ends; exit 0 only if it succeeded")
+    p.add_argument("name")
+    p.add_argument("--timeout", type=float, default=None, help="seconds (default: no limit)")
+    p.set_defaults(func=_wait)
+
+
+def _fmt_time(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def _get(name: str):
+    from lanenb.jobs import JobNotFoundError, get_job
+
+    try:
+        return get_job(name)
+    except JobNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def _list(args: argparse.Namespace) -> int:
+    from lanenb.jobs import JobState, list_jobs
+
+    rows: list[dict[str, Any]] = []
+    for job in list_jobs():
+        rec = job._record
+        state = rec.state
+        if args.refresh and not JobState(state).finished:
+            try:
+                state = job.status().state.value
+            except Exception as exc:  # one broken backend must not hide the other jobs
+                state = f"unknown ({type(exc).__name__}: {exc})"
+        rows.append({"name": rec.name, "backend": rec.backend, "state": state, "created": rec.created,
+                     "run_dir": rec.run_dir, "metrics": rec.metrics})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no jobs yet")
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    print(f"{'NAME':<{width}}  {'BACKEND':<10}  {'STATE':<10}  {'CREATED':<19}  RUN DIR")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['backend']:<10}  {r['state']:<10}  {_fmt_time(r['created']):<19}  {r['run_dir'] or '-'}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    job = _get(args.name)
+    if job is None:
+        return 2
+    job.status()
+    print(json.dumps(job.describe(), indent=2, default=str))
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    job = _get(args.name)
+    if job is None:
+        return 2
+    if args.events:
+        for event in job.events(follow=args.follow):
+            if args.worker is None or event.rank == args.worker:
+                print(json.dumps(event.to_dict()), flush=True)
+        return 0
+    for line in job.logs(follow=args.follow, worker=args.worker):
+        print(str(line), flush=True)
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    job = _get(args.name)
+    if job is None:
+        return 2
+    status = job.cancel()
+    print(f"{job.name}: {status}")
+    return 0
+
+
+def _wait(args: argparse.Namespace) -> int:
+    job = _get(args.name)
+    if job is None:
+        return 2
+    try:
+        status = job.wait(timeout=args.timeout)
+    except TimeoutError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 124
+    print(f"{job.name}: {status}")
+    return 0 if status.state.value == "succeeded" else 1

@@ -1,0 +1,68 @@
+"""The interface every job backend implements; ``lanenb.jobs.Job`` only talks to this."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from ..spec import TrainSpec
+    from ..status import JobStatus
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of job output. ``rank`` is None for launcher output without a rank tag."""
+
+    rank: int | None
+    text: str
+    source: str = "launcher"
+
+    def __str__(self) -> str:
+        return self.text if self.rank is None else f"[{self.rank}] {self.text}"
+
+
+class Backend(abc.ABC):
+    """Runs a ``TrainSpec`` somewhere and reports on it.
+
+    ``submit`` returns a small JSON-able ``handle`` dict that the registry stores; every
+    other method gets that handle back, so a backend instance keeps no per-job state and a
+    fresh process (a restarted kernel) can pick a job up from the registry alone.
+    """
+
+    name: str = ""
+
+    def validate(self, spec: "TrainSpec", run_dir: str | Path | None) -> None:
+        """Raise ``ValueError`` for a spec this backend cannot run; called by ``submit``
+        before the job is recorded, so a rejected job leaves nothing behind."""
+
+    @abc.abstractmethod
+    def submit(self, spec: "TrainSpec", run_dir: str | Path | None) -> dict[str, Any]:
+        """Start the job and return quickly (the notebook must stay responsive).
+
+        ``run_dir`` is a local directory for local backends; None for remote backends
+        when the spec names none (they choose an in-cluster path and return it as
+        ``handle["run_dir"]``)."""
+
+    @abc.abstractmethod
+    def status(self, spec: "TrainSpec", handle: dict[str, Any]) -> "JobStatus":
+        ...
+
+    @abc.abstractmethod
+    def logs(
+        self, spec: "TrainSpec", handle: dict[str, Any], *, follow: bool = False, worker: int | None = None
+    ) -> Iterator[LogLine]:
+        """Yield output lines; with ``follow`` keep yielding until the job ends."""
+
+    @abc.abstractmethod
+    def cancel(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+        ...
+
+    @abc.abstractmethod
+    def describe(self, spec: "TrainSpec", handle: dict[str, Any]) -> dict[str, Any]:
+        """Everything useful for debugging the job, as plain JSON-able data."""
+
+    def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+        raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot suspend jobs")

@@ -1,0 +1,357 @@
+"""Local backend: mpirun on this machine, detached from the notebook kernel.
+
+``submit`` only spawns the supervisor (``lanenb.jobs.backends.supervise``) in a new session
+and returns; the supervisor owns mpirun and the ranks. All later questions (status, logs,
+cancel) are answered from the handle (pid, process group, process start time) and the
+files in the run dir, so a different process can answer them after a kernel restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import psutil
+
+from lanenb_trainer.config import parse_config
+from lanenb_trainer.events import parse_line, split_rank_tag
+
+from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
+
+from ..status import JobState, JobStatus
+from .base import Backend, LogLine
+from .supervise import CANCEL_NAME, EXIT_NAME, LOG_NAME, SUPERVISOR_PREFIX, write_json_atomic
+
+__all__ = ["LocalBackend"]
+
+
+# Popen objects of supervisors this process started: kept so they are reaped (no zombies)
+# and never garbage-collected while running.
+_SPAWNED: dict[int, subprocess.Popen] = {}
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class LocalBackend(Backend):
+    """Runs ``spec.processes`` ranks with mpirun on this machine.
+
+    ``program`` replaces ``python -m lanenb_trainer`` (the argv each rank runs, before the
+    trainer flags); ``trainer_args=False`` drops the trainer flags, which is how the tests run
+    a tiny MPI program through exactly the same supervisor. ``grace`` is how long cancel
+    waits after SIGTERM before SIGKILL.
+    """
+
+    name = "local"
+
+    def __init__(self, *, program: Sequence[str] | None = None, trainer_args: bool = True,
+                 grace: float = 10.0, python: str | None = None, poll_interval: float = 0.1) -> None:
+        if grace < 0:
+            raise ValueError(f"grace={grace!r}: must be >= 0 seconds")
+        self.program = list(program) if program is not None else None
+        self.use_trainer_args = trainer_args
+        self.grace = float(grace)
+        self.python = python or sys.executable
+        self.poll_interval = poll_interval
+
+    # ---------------------------------------------------------------- argv
+    def launcher_argv(self, spec, run_dir: str | Path) -> list[str]:
+        """The mpirun argv the supervisor runs (never a shell string), built by the trainer
+        launcher so local jobs and ``lanenb train`` run ranks the same way."""
+        args = spec.trainer_args(str(run_dir)) if self.use_trainer_args else []
+        if self.use_trainer_args:
+            # the trainer's own validation, before anything starts: a missing dataset fails
+            # here in the notebook cell, not in a detached process
+            parse_config(args, env={**os.environ, **spec.env})
+        argv = build_mpirun_argv(spec.processes, args, env=sorted(spec.env), python=self.python,
+                                 hosts=None, mpirun=find_mpirun())
+        if self.program is None:
+            return argv
+        # swap "python [-u] -m lanenb_trainer" for the given program, keeping mpirun's options
+        for j in range(1, len(argv)):
+            if argv[j] == TRAINER_MODULE and argv[j - 1] == "-m":
+                i = max(k for k in range(j) if argv[k] == self.python)
+                return argv[:i] + self.program + argv[j + 1:]
+        raise RuntimeError(f"cannot find the trainer entry point in the mpirun argv {argv}")
+
+    # ---------------------------------------------------------------- Backend API
+    def validate(self, spec, run_dir: str | Path | None) -> None:
+        self.launcher_argv(spec, run_dir or spec.run_dir or ".")
+
+    def submit(self, spec, run_dir: str | Path) -> dict[str, Any]:
+        run = Path(run_dir).expanduser().resolve()
+        run.mkdir(parents=True, exist_ok=True)
+        for stale in (EXIT_NAME, CANCEL_NAME):  # a reused run dir must not look finished
+            (run / stale).unlink(missing_ok=True)
+        log_path = run / LOG_NAME
+        argv = self.launcher_argv(spec, run)
+        env = launch_env(os.environ, extra=spec.env)  # rendezvous port, unbuffered ranks
+        cmd = [self.python, "-m", "lanenb.jobs.backends.supervise", "--run-dir", str(run),
+               "--log", str(log_path), "--", *argv]
+        with open(run / "supervisor.err", "ab") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True, close_fds=True, env=env, cwd=str(run))
+        try:
+            create_time = psutil.Process(proc.pid).create_time()
+        except psutil.Error:
+            create_time = None
+        for pid, earlier in list(_SPAWNED.items()):  # reap finished supervisors (no zombies)
+            if earlier.poll() is not None:
+                del _SPAWNED[pid]
+        _SPAWNED[proc.pid] = proc
+        return {
+            "pid": proc.pid, "pgid": proc.pid, "create_time": create_time,
+            "host": socket.gethostname(), "run_dir": str(run), "log": str(log_path), "argv": argv,
+        }
+
+    def _supervisor(self, handle: dict[str, Any]) -> psutil.Process | None:
+        """The supervisor process if it is still alive (and is the same process, not a reused pid)."""
+        spawned = _SPAWNED.get(int(handle.get("pid", 0) or 0))
+        if spawned is not None and spawned.poll() is not None:
+            return None  # our own child, now reaped
+        try:
+            proc = psutil.Process(int(handle["pid"]))
+            if handle.get("create_time") is not None and abs(proc.create_time() - handle["create_time"]) > 0.01:
+                return None
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                try:
+                    os.waitpid(proc.pid, os.WNOHANG)  # our own child (same process that submitted)
+                except ChildProcessError:
+                    pass
+                return None
+            return proc
+        except (psutil.Error, KeyError, ValueError):
+            return None
+
+    def _group_processes(self, handle: dict[str, Any]) -> list[psutil.Process]:
+        """The supervisor, its descendants and anything else left in its process group."""
+        procs: dict[int, psutil.Process] = {}
+        sup = self._supervisor(handle)
+        if sup is not None:
+            procs[sup.pid] = sup
+            try:
+                for child in sup.children(recursive=True):
+                    procs[child.pid] = child
+            except psutil.Error:
+                pass
+        pgid = handle.get("pgid")
+        if pgid:
+            for proc in psutil.process_iter(["pid"]):
+                try:
+                    if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                        procs.setdefault(proc.pid, proc)
+                except (OSError, psutil.Error):
+                    continue
+        return list(procs.values())
+
+    def status(self, spec, handle: dict[str, Any]) -> JobStatus:
+        if not handle:
+            return JobStatus(JobState.PENDING, reason="not started yet")
+        run = Path(handle["run_dir"])
+        finished = self._finished_status(handle)
+        if finished is not None:
+            return finished
+        if handle.get("host") and handle["host"] != socket.gethostname():
+            return JobStatus(JobState.UNKNOWN, reason=(
+                f"the job runs on host {handle['host']!r}, not this machine ({socket.gethostname()!r})"))
+        sup = self._supervisor(handle)
+        if sup is not None:
+            ranks = self._rank_states(sup)
+            return JobStatus(JobState.RUNNING, started=handle.get("create_time"), ranks=ranks,
+                             message=f"supervisor pid {sup.pid}, {len(ranks)} rank process(es) alive")
+        # the supervisor may have written exit.json just before exiting: look once more
+        finished = self._finished_status(handle)
+        if finished is not None:
+            return finished
+        cancel = _read_json(run / CANCEL_NAME)
+        if cancel is not None:
+            return JobStatus(JobState.CANCELLED, reason="cancelled by user", finished=cancel.get("time"))
+        return JobStatus(JobState.FAILED, reason=(
+            f"the supervisor (pid {handle.get('pid')}) is gone without recording an exit status "
+            "(killed, or the machine rebooted); see " + str(handle.get("log"))), finished=time.time())
+
+    def _finished_status(self, handle: dict[str, Any]) -> JobStatus | None:
+        run = Path(handle["run_dir"])
+        exit_info = _read_json(run / EXIT_NAME)
+        if exit_info is None:
+            return None
+        rc = int(exit_info.get("returncode", -1))
+        started, finished = exit_info.get("started"), exit_info.get("finished")
+        if _read_json(run / CANCEL_NAME) is not None:
+            return JobStatus(JobState.CANCELLED, reason="cancelled by user", started=started,
+                             finished=finished, exit_code=rc)
+        if rc == 0:
+            return JobStatus(JobState.SUCCEEDED, started=started, finished=finished, exit_code=0)
+        return JobStatus(JobState.FAILED, reason=self._failure_reason(handle, rc, exit_info),
+                         started=started, finished=finished, exit_code=rc)
+
+    def _rank_states(self, sup: psutil.Process) -> dict[str, str]:
+        """Rank processes are the launcher's descendants that run the rank program."""
+        ranks: dict[str, str] = {}
+        try:
+            children = sup.children(recursive=True)
+        except psutil.Error:
+            return ranks
+        for proc in children:
+            try:
+                env_rank = None
+                try:
+                    env_rank = proc.environ().get("OMPI_COMM_WORLD_RANK")
+                except (psutil.AccessDenied, psutil.ZombieProcess):
+                    pass
+                if env_rank is not None:
+                    ranks[env_rank] = proc.status()
+            except psutil.Error:
+                continue
+        return dict(sorted(ranks.items(), key=lambda kv: int(kv[0])))
+
+    def _failure_reason(self, handle: dict[str, Any], rc: int, exit_info: dict[str, Any]) -> str:
+        if exit_info.get("error"):
+            return f"could not start the launcher: {exit_info['error']}"
+        reason = f"launcher exited with code {rc}"
+        # the trainer emits an "error" event before dying: tell the user what it said
+        last_error = None
+        for line in self._read_lines(Path(handle["log"]), tail_bytes=256 * 1024):
+            ev = parse_line(line)
+            if ev is not None and ev.kind == "error":
+                last_error = ev
+        if last_error is not None:
+            msg = last_error.get("message") or last_error.get("error") or json.dumps(last_error.data)
+            reason += f"; rank {last_error.rank} reported: {msg}"
+        return reason
+
+    @staticmethod
+    def _read_lines(path: Path, tail_bytes: int) -> list[str]:
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - tail_bytes))
+                data = fh.read()
+        except OSError:
+            return []
+        return data.decode("utf-8", errors="replace").splitlines()
+
+    def logs(self, spec, handle: dict[str, Any], *, follow: bool = False,
+             worker: int | None = None) -> Iterator[LogLine]:
+        if not handle:
+            return iter(())
+        return self._tail(handle, follow=follow, worker=worker)
+
+    def _tail(self, handle: dict[str, Any], *, follow: bool, worker: int | None) -> Iterator[LogLine]:
+        log_path = Path(handle["log"])
+        exit_path = Path(handle["run_dir"]) / EXIT_NAME
+        while not log_path.exists():  # the supervisor creates it within milliseconds
+            if not follow or exit_path.exists() or self._supervisor(handle) is None:
+                if not log_path.exists():
+                    return
+                break
+            time.sleep(self.poll_interval)
+        with open(log_path, "rb") as fh:
+            pending = b""
+            while True:
+                chunk = fh.read(65536)
+                if chunk:
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for raw in lines:
+                        line = self._to_logline(raw)
+                        if worker is None or line.rank == worker:
+                            yield line
+                    continue
+                if not follow:
+                    break
+                # EOF: finished only once exit.json exists (written after the last log line)
+                # or the supervisor is gone; read once more so nothing written meanwhile is lost.
+                if exit_path.exists() or self._supervisor(handle) is None:
+                    rest = fh.read()
+                    if rest:
+                        pending += rest
+                        *lines, pending = pending.split(b"\n")
+                        for raw in lines:
+                            line = self._to_logline(raw)
+                            if worker is None or line.rank == worker:
+                                yield line
+                    break
+                time.sleep(self.poll_interval)
+            if pending:
+                line = self._to_logline(pending)
+                if worker is None or line.rank == worker:
+                    yield line
+
+    @staticmethod
+    def _to_logline(raw: bytes) -> LogLine:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        rank, rest = split_rank_tag(text)
+        if rank is not None:  # same shape as the Kubernetes launcher pod's lines
+            return LogLine(rank, rest, "launcher")
+        if text.startswith(SUPERVISOR_PREFIX):
+            return LogLine(None, text[len(SUPERVISOR_PREFIX):], "supervisor")
+        return LogLine(None, text, "launcher")
+
+    def cancel(self, spec, handle: dict[str, Any]) -> None:
+        """SIGTERM the whole process group, SIGKILL whatever is left after ``grace`` seconds."""
+        if not handle:
+            return
+        run = Path(handle["run_dir"])
+        if (run / EXIT_NAME).exists():
+            return  # already over: nothing to stop, keep its real outcome
+        if handle.get("host") and handle["host"] != socket.gethostname():
+            # its pids mean nothing here: signalling them could hit unrelated processes
+            raise RuntimeError(f"job runs on host {handle['host']!r}; cancel it from that machine "
+                               f"(this is {socket.gethostname()!r})")
+        write_json_atomic(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()})
+        procs = self._group_processes(handle)
+        pgid = handle.get("pgid")
+        self._signal_all(procs, pgid, signal.SIGTERM)
+        _, alive = psutil.wait_procs(procs, timeout=self.grace)
+        if alive or self._group_processes(handle):
+            procs = alive + self._group_processes(handle)
+            self._signal_all(procs, pgid, signal.SIGKILL)
+            psutil.wait_procs(procs, timeout=5)
+        spawned = _SPAWNED.get(int(handle.get("pid", 0) or 0))
+        if spawned is not None:  # reap the supervisor if this very process started it
+            spawned.poll()
+
+    @staticmethod
+    def _signal_all(procs: list[psutil.Process], pgid: int | None, sig: signal.Signals) -> None:
+        if pgid:
+            try:
+                os.killpg(int(pgid), sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for proc in procs:
+            try:
+                proc.send_signal(sig)
+            except psutil.Error:
+                pass
+
+    def describe(self, spec, handle: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {"handle": handle}
+        if not handle:
+            return info
+        run = Path(handle["run_dir"])
+        info["exit"] = _read_json(run / EXIT_NAME)
+        info["cancel"] = _read_json(run / CANCEL_NAME)
+        procs = []
+        for proc in self._group_processes(handle):
+            try:
+                procs.append({"pid": proc.pid, "name": proc.name(), "status": proc.status(),
+                              "cmdline": proc.cmdline()})
+            except psutil.Error:
+                continue
+        info["processes"] = procs
+        info["log_tail"] = self._read_lines(Path(handle["log"]), tail_bytes=4096)[-20:]
+        return info

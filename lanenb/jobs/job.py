@@ -1,0 +1,219 @@
+"""``Job``: the handle users hold in a notebook, whatever backend runs the job.
+
+A ``Job`` holds no live process objects: everything it needs is in the registry row, so
+``get_job(name)`` in a restarted kernel gives an equally capable object.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from lanenb_trainer.events import Event, parse_line
+
+from .backends import Backend, LogLine, get_backend
+from .registry import JobExistsError, JobNotFoundError, JobRecord, JobRegistry, lanenb_home
+from .spec import TrainSpec
+from .status import JobState, JobStatus
+
+__all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
+
+
+def default_run_dir(name: str) -> Path:
+    return lanenb_home() / "runs" / name
+
+
+def _read_metrics(run_dir: str | None) -> dict[str, Any] | None:
+    if not run_dir:
+        return None
+    path = Path(run_dir) / "metrics.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else {"value": data}
+
+
+class Job:
+    def __init__(self, record: JobRecord, registry: JobRegistry | None = None,
+                 backend: Backend | None = None) -> None:
+        self._registry = registry or JobRegistry()
+        self._record = record
+        self.name = record.name
+        self._spec: TrainSpec | None = None
+        self._backend = backend
+
+    @property
+    def spec(self) -> TrainSpec:
+        """Parsed on first use, so listing jobs never fails on one odd old record."""
+        if self._spec is None:
+            self._spec = TrainSpec.from_dict(self._record.spec)
+        return self._spec
+
+    # ---------------------------------------------------------------- plumbing
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = get_backend(self._record.backend)
+        return self._backend
+
+    @property
+    def run_dir(self) -> str | None:
+        return self._record.run_dir
+
+    @property
+    def handle(self) -> dict[str, Any]:
+        return dict(self._record.handle)
+
+    @property
+    def metrics(self) -> dict[str, Any] | None:
+        """Final metrics (``metrics.json`` of the run dir), once the job has finished."""
+        self._refresh()
+        if self._record.metrics is None:
+            if not JobState(self._record.state).finished:
+                self.status()  # records the metrics if the job has just ended
+            elif (metrics := _read_metrics(self._record.run_dir)) is not None:
+                self._registry.update(self.name, metrics=metrics)
+                self._refresh()
+        return self._record.metrics
+
+    def _refresh(self) -> None:
+        self._record = self._registry.get(self.name)
+
+    # ---------------------------------------------------------------- API
+    def status(self) -> JobStatus:
+        """Ask the backend (unless the registry already holds a final state) and record it."""
+        self._refresh()
+        rec = self._record
+        if JobState(rec.state).finished and rec.status:
+            return JobStatus.from_dict(rec.status)
+        status = self.backend.status(self.spec, rec.handle)
+        fields: dict[str, Any] = {"state": status.state.value, "status": status.to_dict()}
+        if status.started and not rec.started:
+            fields["started"] = status.started
+        if status.state.finished:
+            fields["finished"] = status.finished or time.time()
+            metrics = _read_metrics(rec.run_dir)
+            if metrics is not None:
+                fields["metrics"] = metrics
+        if status.state.value != rec.state or status.to_dict() != rec.status or "metrics" in fields:
+            self._registry.update(self.name, **fields)
+            self._refresh()
+        return status
+
+    def logs(self, follow: bool = False, worker: int | None = None) -> Iterator[LogLine]:
+        return self.backend.logs(self.spec, self._record.handle, follow=follow, worker=worker)
+
+    def events(self, follow: bool = False) -> Iterator[Event]:
+        """Parsed ``@lanenb`` events from the log lines (the same parser for every backend)."""
+        for line in self.logs(follow=follow):
+            event = parse_line(line.text)
+            if event is not None:
+                yield event
+
+    def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobStatus:
+        """Block until the job finishes; ``TimeoutError`` if it is still going after ``timeout`` s."""
+        if timeout is not None and timeout < 0:
+            raise ValueError(f"timeout={timeout!r}: must be >= 0 seconds or None")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status()
+            if status.state.finished:
+                return status
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"job {self.name!r} is still {status.state.value} after {timeout:g} s; "
+                    f"call wait() again, or cancel() it"
+                )
+            delay = poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic()))
+            time.sleep(delay)
+
+    def cancel(self) -> JobStatus:
+        self._refresh()
+        if JobState(self._record.state).finished:
+            return JobStatus.from_dict(self._record.status)
+        self.backend.cancel(self.spec, self._record.handle)
+        status = self.backend.status(self.spec, self._record.handle)
+        if not status.state.finished:  # a backend that deletes asynchronously (Kubernetes)
+            status = JobStatus(JobState.CANCELLED, reason="cancelled by user", started=status.started,
+                               finished=time.time())
+        self._registry.update(self.name, state=status.state.value, status=status.to_dict(),
+                              finished=status.finished or time.time())
+        self._refresh()
+        return status
+
+    def suspend(self) -> None:
+        self.backend.suspend(self.spec, self._record.handle)
+
+    def describe(self) -> dict[str, Any]:
+        self._refresh()
+        rec = self._record
+        info = {
+            "name": rec.name, "backend": rec.backend, "state": rec.state, "status": rec.status,
+            "run_dir": rec.run_dir, "created": rec.created, "started": rec.started,
+            "finished": rec.finished, "metrics": rec.metrics, "handle": rec.handle,
+            "spec": rec.spec,
+        }
+        try:
+            info["backend_detail"] = self.backend.describe(self.spec, rec.handle)
+        except Exception as exc:  # describe is for debugging: report, never hide the rest
+            info["backend_detail"] = {"error": f"{type(exc).__name__}: {exc}"}
+        return info
+
+    def __repr__(self) -> str:
+        return f"<Job {self.name} backend={self._record.backend} state={self._record.state}>"
+
+
+# -------------------------------------------------------------------- module API
+def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_opts: Any) -> Job:
+    """Record the job, start it on its backend and return at once."""
+    if not isinstance(spec, TrainSpec):
+        raise TypeError(f"submit() takes a TrainSpec, got {type(spec).__name__}")
+    registry = registry or JobRegistry()
+    backend = get_backend(spec.backend, **backend_opts)
+    assert spec.name is not None  # generated in __post_init__
+    stored = spec.to_dict()
+    if spec.backend == "local":
+        run_dir: str | None = str(Path(spec.run_dir).expanduser().resolve() if spec.run_dir
+                                  else default_run_dir(spec.name))
+        stored["run_dir"] = run_dir  # pinned, so a re-attached Job sees the same directory
+    else:
+        run_dir = spec.run_dir  # a path inside the cluster: never expanded here
+    backend.validate(spec, run_dir)
+    try:
+        record = registry.add(spec.name, spec.backend, stored, run_dir)
+    except JobExistsError:
+        old = registry.get(spec.name)
+        if not (old.state == JobState.FAILED.value and not old.handle):
+            raise
+        registry.delete(spec.name)  # an earlier attempt that never started: let the name be reused
+        record = registry.add(spec.name, spec.backend, stored, run_dir)
+    job = Job(record, registry, backend)
+    job._spec = spec
+    try:
+        handle = backend.submit(spec, run_dir)
+    except BaseException as exc:
+        status = JobStatus(JobState.FAILED, reason=f"submit failed: {exc}", finished=time.time())
+        registry.update(spec.name, state="failed", status=status.to_dict(), finished=status.finished)
+        raise
+    local = spec.backend == "local"
+    registry.update(spec.name, handle=handle, state=(JobState.RUNNING if local else JobState.PENDING).value,
+                    started=time.time() if local else None,
+                    run_dir=run_dir or (handle or {}).get("run_dir"))  # in-cluster path for remote jobs
+    job._refresh()
+    return job
+
+
+def get_job(name: str, *, registry: JobRegistry | None = None) -> Job:
+    registry = registry or JobRegistry()
+    return Job(registry.get(name), registry)
+
+
+def list_jobs(*, registry: JobRegistry | None = None) -> list[Job]:
+    registry = registry or JobRegistry()
+    return [Job(rec, registry) for rec in registry.list()]
+
+
+__all__ += ["JobExistsError", "JobNotFoundError"]

@@ -1,0 +1,170 @@
+"""The job registry: one SQLite file under ``LANENB_HOME`` so jobs outlive the kernel.
+
+Two kernels (processes) may write at once: WAL journal, a busy timeout, a fresh connection
+per operation and short ``BEGIN IMMEDIATE`` transactions keep writers from tripping over
+each other ("database is locked") without any lock server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["lanenb_home", "JobRecord", "JobRegistry", "JobExistsError", "JobNotFoundError"]
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    name      TEXT PRIMARY KEY,
+    backend   TEXT NOT NULL,
+    spec      TEXT NOT NULL,
+    handle    TEXT NOT NULL DEFAULT '{}',
+    state     TEXT NOT NULL,
+    status    TEXT NOT NULL DEFAULT '{}',
+    run_dir   TEXT,
+    created   REAL NOT NULL,
+    updated   REAL NOT NULL,
+    started   REAL,
+    finished  REAL,
+    metrics   TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created);
+"""
+
+
+def lanenb_home() -> Path:
+    """``$LANENB_HOME`` or ``~/.lanenb``; read on every call so tests can point it elsewhere."""
+    return Path(os.environ.get("LANENB_HOME") or Path.home() / ".lanenb").expanduser()
+
+
+class JobExistsError(ValueError):
+    pass
+
+
+class JobNotFoundError(KeyError):
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else "job not found"
+
+
+@dataclass
+class JobRecord:
+    name: str
+    backend: str
+    spec: dict[str, Any]
+    handle: dict[str, Any]
+    state: str
+    status: dict[str, Any]
+    run_dir: str | None
+    created: float
+    updated: float
+    started: float | None = None
+    finished: float | None = None
+    metrics: dict[str, Any] | None = field(default=None)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _row_to_record(row: sqlite3.Row) -> JobRecord:
+    return JobRecord(
+        name=row["name"], backend=row["backend"], spec=json.loads(row["spec"]),
+        handle=json.loads(row["handle"]), state=row["state"], status=json.loads(row["status"]),
+        run_dir=row["run_dir"], created=row["created"], updated=row["updated"],
+        started=row["started"], finished=row["finished"], metrics=_loads(row["metrics"]),
+    )
+
+
+class JobRegistry:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else lanenb_home() / "jobs.sqlite3"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One short write transaction; IMMEDIATE takes the write lock up front so a
+        concurrent writer waits on the busy timeout instead of failing mid-transaction."""
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # ---------------------------------------------------------------- writes
+    def add(self, name: str, backend: str, spec: dict[str, Any], run_dir: str | None,
+            state: str = "pending") -> JobRecord:
+        now = time.time()
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO jobs(name, backend, spec, state, run_dir, created, updated) VALUES (?,?,?,?,?,?,?)",
+                    (name, backend, json.dumps(spec), state, run_dir, now, now),
+                )
+        except sqlite3.IntegrityError:
+            raise JobExistsError(
+                f"a job named {name!r} already exists in {self.path}; pick another name or leave name unset"
+            ) from None
+        return self.get(name)
+
+    def update(self, name: str, **fields: Any) -> None:
+        """Set any of handle, state, status, started, finished, metrics (dicts are JSON-encoded)."""
+        allowed = {"handle", "state", "status", "started", "finished", "metrics", "run_dir"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"cannot update registry column(s) {sorted(bad)}; allowed: {sorted(allowed)}")
+        cols, values = [], []
+        for key, value in fields.items():
+            if key in ("handle", "status", "metrics") and value is not None:
+                value = json.dumps(value)
+            cols.append(f"{key}=?")
+            values.append(value)
+        cols.append("updated=?")
+        values.append(time.time())
+        with self._write() as conn:
+            cur = conn.execute(f"UPDATE jobs SET {', '.join(cols)} WHERE name=?", (*values, name))
+            if cur.rowcount == 0:
+                raise JobNotFoundError(f"no job named {name!r} in {self.path}")
+
+    def delete(self, name: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM jobs WHERE name=?", (name,))
+
+    # ---------------------------------------------------------------- reads
+    def get(self, name: str) -> JobRecord:
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM jobs WHERE name=?", (name,)).fetchone()
+        if row is None:
+            known = [r.name for r in self.list()[-5:]]
+            hint = f"; recent jobs: {', '.join(known)}" if known else "; no jobs recorded yet"
+            raise JobNotFoundError(f"no job named {name!r} in {self.path}{hint}")
+        return _row_to_record(row)
+
+    def list(self) -> list[JobRecord]:
+        with self._connect() as conn:
+            rows = conn.execute("SELECT * FROM jobs ORDER BY created, name").fetchall()
+        return [_row_to_record(r) for r in rows]

@@ -1,0 +1,400 @@
+"""``TrainSpec``: one description of a training job that every backend understands.
+
+It is validated at construction so a typo fails in the notebook cell that made it, with a
+message naming the field and the bad value, instead of minutes later inside a pod.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+__all__ = ["SpecError", "VolumeMount", "KubernetesOptions", "TrainSpec", "generate_job_name",
+           "ENGINES", "BACKBONES", "PULL_POLICIES", "CLEAN_POD_POLICIES"]
+
+ENGINES = ("auto", "horovod", "ddp")
+BACKBONES = ("small", "vgg16", "resnet18", "resnet34")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+CLEAN_POD_POLICIES = ("Running", "All", "None")
+
+_RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_RFC1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Kubernetes resource.Quantity: a decimal number, then a binary/decimal SI suffix or an exponent.
+_QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][-+]?\d+)?$")
+_RESOURCE_NAME = re.compile(r"^rdma/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+class SpecError(ValueError):
+    """A ``TrainSpec`` field has a bad value; the message names the field and the value."""
+
+    def __init__(self, field_name: str, value: Any, problem: str) -> None:
+        self.field = field_name
+        self.value = value
+        super().__init__(f"{field_name}={value!r}: {problem}")
+
+
+def generate_job_name() -> str:
+    return f"lane-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+# --------------------------------------------------------------------------- helpers
+def check_rfc1123_label(field_name: str, value: Any, max_len: int = 63) -> str:
+    if not isinstance(value, str) or not value:
+        raise SpecError(field_name, value, "must be a non-empty string")
+    if len(value) > max_len:
+        raise SpecError(field_name, value, f"is {len(value)} characters; the limit is {max_len}")
+    if not _RFC1123_LABEL.match(value):
+        raise SpecError(field_name, value, "must be an RFC 1123 label: lowercase letters, digits and '-', "
+                        "starting and ending with a letter or digit")
+    return value
+
+
+def check_rfc1123_subdomain(field_name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise SpecError(field_name, value, "must be a non-empty string")
+    if len(value) > 253 or not _RFC1123_SUBDOMAIN.match(value):
+        raise SpecError(field_name, value, "must be an RFC 1123 name: lowercase letters, digits, '-' and '.', "
+                        "starting and ending with a letter or digit, at most 253 characters")
+    return value
+
+
+def _int(field_name: str, value: Any, minimum: int, *, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, str) and re.fullmatch(r"[-+]?\d+", value.strip()):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(field_name, value, "must be an integer")
+    if value < minimum:
+        raise SpecError(field_name, value, f"must be >= {minimum}")
+    return value
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _bool(field_name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise SpecError(field_name, value, "must be true or false")
+
+
+def _choice(field_name: str, value: Any, choices: Iterable[str]) -> str:
+    choices = tuple(choices)
+    if value not in choices:
+        raise SpecError(field_name, value, f"must be one of {', '.join(choices)}")
+    return value
+
+
+def _opt_str(field_name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(field_name, value, "must be a non-empty string or None")
+    return value
+
+
+def _quantity(field_name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not _QUANTITY.match(value.strip()):
+        raise SpecError(field_name, value, "must be a Kubernetes quantity such as '4', '500m', '16Gi' or '2G'")
+    if float(re.match(r"[\d.]+", value.strip()).group()) <= 0:  # type: ignore[union-attr]
+        raise SpecError(field_name, value, "must be greater than zero")
+    return value.strip()
+
+
+def _env(field_name: str, value: Any) -> dict[str, str]:
+    """Accept a mapping or ``-e K=V`` strings (a list, or a single string)."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        value = [value]
+    items: list[tuple[Any, Any]]
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = []
+        for entry in value:
+            if not isinstance(entry, str) or "=" not in entry:
+                raise SpecError(field_name, entry, "must be KEY=VALUE")
+            key, _, val = entry.partition("=")
+            items.append((key, val))
+    else:
+        raise SpecError(field_name, value, "must be a dict or a list of KEY=VALUE strings")
+    env: dict[str, str] = {}
+    for key, val in items:
+        if not isinstance(key, str) or not _ENV_NAME.match(key):
+            raise SpecError(field_name, key, "is not a valid environment variable name "
+                            "(letters, digits and '_', not starting with a digit)")
+        if isinstance(val, bool):
+            val = "true" if val else "false"
+        if not isinstance(val, (str, int, float)):
+            raise SpecError(field_name, {key: val}, "values must be strings")
+        env[key] = str(val)
+    return env
+
+
+# --------------------------------------------------------------------------- parts
+@dataclass(frozen=True)
+class VolumeMount:
+    """A PVC mounted into every rank: ``name:/mount[:ro]``."""
+
+    name: str
+    mount_path: str
+    read_only: bool = False
+
+    def __post_init__(self) -> None:
+        check_rfc1123_subdomain("volumes", self.name)
+        if not isinstance(self.mount_path, str) or not self.mount_path.startswith("/"):
+            raise SpecError("volumes", f"{self.name}:{self.mount_path}", "mount path must be absolute (start with '/')")
+        if ":" in self.mount_path:
+            raise SpecError("volumes", self.mount_path, "mount path must not contain ':'")
+
+    @classmethod
+    def parse(cls, value: "str | VolumeMount | Mapping[str, Any]") -> "VolumeMount":
+        if isinstance(value, VolumeMount):
+            return value
+        if isinstance(value, Mapping):
+            try:
+                return cls(value["name"], value["mount_path"], _bool("volumes", value.get("read_only", False)))
+            except KeyError as exc:
+                raise SpecError("volumes", dict(value), f"missing key {exc.args[0]!r}") from None
+        if not isinstance(value, str):
+            raise SpecError("volumes", value, "must be 'name:/mount' or 'name:/mount:ro'")
+        parts = value.split(":")
+        if len(parts) == 3 and parts[2] in ("ro", "rw"):
+            return cls(parts[0], parts[1], parts[2] == "ro")
+        if len(parts) == 2:
+            return cls(parts[0], parts[1], False)
+        raise SpecError("volumes", value, "must be 'name:/mount' or 'name:/mount:ro'")
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.mount_path}" + (":ro" if self.read_only else "")
+
+
+@dataclass
+class KubernetesOptions:
+    """Options only the Kubernetes backend reads; ignored by the local backend."""
+
+    service_account: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    slots_per_worker: int = 1
+    clean_pod_policy: str = "Running"
+    backoff_limit: int = 0
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    runai_project: str | None = None
+    nccl_env: dict[str, str] = field(default_factory=dict)
+    rdma_resources: dict[str, int] = field(default_factory=dict)
+    context: str | None = None
+
+    def __post_init__(self) -> None:
+        p = "k8s."
+        if self.service_account is not None:
+            check_rfc1123_subdomain(p + "service_account", self.service_account)
+        if not isinstance(self.node_selector, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(v, str) for k, v in self.node_selector.items()
+        ):
+            raise SpecError(p + "node_selector", self.node_selector, "must be a dict of string labels to string values")
+        self.node_selector = dict(self.node_selector)
+        if not isinstance(self.tolerations, (list, tuple)) or not all(isinstance(t, Mapping) for t in self.tolerations):
+            raise SpecError(p + "tolerations", self.tolerations, "must be a list of toleration dicts")
+        for tol in self.tolerations:
+            op = tol.get("operator", "Equal")
+            if op not in ("Equal", "Exists"):
+                raise SpecError(p + "tolerations", dict(tol), "operator must be Equal or Exists")
+            if tol.get("effect") not in (None, "", "NoSchedule", "PreferNoSchedule", "NoExecute"):
+                raise SpecError(p + "tolerations", dict(tol), "effect must be NoSchedule, PreferNoSchedule or NoExecute")
+        self.tolerations = [dict(t) for t in self.tolerations]
+        self.slots_per_worker = _int(p + "slots_per_worker", self.slots_per_worker, 1)  # type: ignore[assignment]
+        _choice(p + "clean_pod_policy", self.clean_pod_policy, CLEAN_POD_POLICIES)
+        self.backoff_limit = _int(p + "backoff_limit", self.backoff_limit, 0)  # type: ignore[assignment]
+        self.ttl_seconds_after_finished = _int(p + "ttl_seconds_after_finished", self.ttl_seconds_after_finished, 0, optional=True)
+        self.active_deadline_seconds = _int(p + "active_deadline_seconds", self.active_deadline_seconds, 1, optional=True)
+        if self.runai_project is not None:
+            # the namespace becomes runai-<project>, which must stay a valid label
+            check_rfc1123_label(p + "runai_project", self.runai_project, max_len=63 - len("runai-"))
+        self.nccl_env = _env(p + "nccl_env", self.nccl_env)
+        for key in self.nccl_env:
+            if not key.startswith("NCCL_"):
+                raise SpecError(p + "nccl_env", key, "only NCCL_* variables pass through here; use env for others")
+        if not isinstance(self.rdma_resources, Mapping):
+            raise SpecError(p + "rdma_resources", self.rdma_resources, "must be a dict like {'rdma/shared_ib': 1}")
+        rdma: dict[str, int] = {}
+        for key, count in self.rdma_resources.items():
+            if not isinstance(key, str) or not _RESOURCE_NAME.match(key):
+                raise SpecError(p + "rdma_resources", key, "resource names must look like 'rdma/shared_ib'")
+            rdma[key] = _int(p + f"rdma_resources[{key}]", count, 1)  # type: ignore[assignment]
+        self.rdma_resources = rdma
+        self.context = _opt_str(p + "context", self.context)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: "Mapping[str, Any] | KubernetesOptions | None") -> "KubernetesOptions":
+        if data is None:
+            return cls()
+        if isinstance(data, KubernetesOptions):
+            return data
+        if not isinstance(data, Mapping):
+            raise SpecError("k8s", data, "must be a KubernetesOptions or a dict of its fields")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError("k8s", unknown, f"unknown option(s); known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+
+# --------------------------------------------------------------------------- the spec
+@dataclass
+class TrainSpec:
+    """Everything needed to run one training job, on any backend."""
+
+    dataset: str
+    processes: int = 2
+    gpus: int = 0
+    batch_size: int = 8
+    epochs: int = 1
+    engine: str = "auto"
+    backbone: str = "small"
+    image: str | None = None
+    image_pull_policy: str = "IfNotPresent"
+    volumes: list[VolumeMount] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    large_shm: bool = False
+    cpu: str | None = None
+    memory: str | None = None
+    enable_snapshot: bool = False
+    pvc_name: str | None = None
+    name: str | None = None
+    backend: str = "local"
+    namespace: str = "default"
+    run_dir: str | None = None
+    extra_args: list[str] = field(default_factory=list)
+    max_steps: int | None = None
+    num_workers: int = 0
+    use_val: bool = True
+    val_batch_size: int | None = None
+    k8s: KubernetesOptions = field(default_factory=KubernetesOptions)
+
+    def __post_init__(self) -> None:
+        if hasattr(self.dataset, "__fspath__"):
+            self.dataset = str(self.dataset)
+        if not isinstance(self.dataset, str) or not self.dataset.strip():
+            raise SpecError("dataset", self.dataset, "must be a non-empty path to a TuSimple-layout directory")
+        self.processes = _int("processes", self.processes, 1)  # type: ignore[assignment]
+        self.gpus = _int("gpus", self.gpus, 0)  # type: ignore[assignment]
+        self.batch_size = _int("batch_size", self.batch_size, 1)  # type: ignore[assignment]
+        self.epochs = _int("epochs", self.epochs, 1)  # type: ignore[assignment]
+        _choice("engine", self.engine, ENGINES)
+        _choice("backbone", self.backbone, BACKBONES)
+        self.image = _opt_str("image", self.image)
+        if self.image is not None and any(c.isspace() for c in self.image):
+            raise SpecError("image", self.image, "must not contain whitespace")
+        _choice("image_pull_policy", self.image_pull_policy, PULL_POLICIES)
+        if isinstance(self.volumes, (str, VolumeMount)):
+            self.volumes = [self.volumes]  # type: ignore[list-item]
+        if not isinstance(self.volumes, (list, tuple)):
+            raise SpecError("volumes", self.volumes, "must be a list of 'name:/mount[:ro]' strings")
+        self.volumes = [VolumeMount.parse(v) for v in self.volumes]
+        paths = [v.mount_path for v in self.volumes]
+        dup = sorted({p for p in paths if paths.count(p) > 1})
+        if dup:
+            raise SpecError("volumes", dup[0], "two volumes are mounted at the same path")
+        self.env = _env("env", self.env)
+        self.large_shm = _bool("large_shm", self.large_shm)
+        self.cpu = _quantity("cpu", self.cpu)
+        self.memory = _quantity("memory", self.memory)
+        self.enable_snapshot = _bool("enable_snapshot", self.enable_snapshot)
+        if self.pvc_name is not None:
+            check_rfc1123_subdomain("pvc_name", self.pvc_name)
+        if self.enable_snapshot and self.pvc_name is None:
+            raise SpecError("pvc_name", None, "is required when enable_snapshot is true (the PVC to snapshot)")
+        if self.name is None:
+            self.name = generate_job_name()
+        check_rfc1123_label("name", self.name)
+        from .backends import available_backends
+
+        _choice("backend", self.backend, available_backends())
+        check_rfc1123_label("namespace", self.namespace)
+        if hasattr(self.run_dir, "__fspath__"):
+            self.run_dir = str(self.run_dir)
+        self.run_dir = _opt_str("run_dir", self.run_dir)
+        if isinstance(self.extra_args, str):
+            raise SpecError("extra_args", self.extra_args, "must be a list of strings (one argv item each), not one string")
+        if not isinstance(self.extra_args, (list, tuple)) or not all(isinstance(a, str) for a in self.extra_args):
+            raise SpecError("extra_args", self.extra_args, "must be a list of strings")
+        self.extra_args = list(self.extra_args)
+        self.max_steps = _int("max_steps", self.max_steps, 1, optional=True)
+        self.num_workers = _int("num_workers", self.num_workers, 0)  # type: ignore[assignment]
+        self.use_val = _bool("use_val", self.use_val)
+        self.val_batch_size = _int("val_batch_size", self.val_batch_size, 1, optional=True)
+        self.k8s = KubernetesOptions.from_dict(self.k8s)  # type: ignore[arg-type]
+        if self.backend == "local" and self.gpus:
+            import shutil
+
+            if shutil.which("nvidia-smi") is None:
+                raise SpecError("gpus", self.gpus, "no NVIDIA GPU found on this machine (nvidia-smi missing); "
+                                "use gpus=0 locally or backend='kubernetes'")
+
+    # ----------------------------------------------------------------- trainer flags
+    def trainer_args(self, run_dir: str | None = None) -> list[str]:
+        """The ``python -m lanenb_trainer`` flags (without the interpreter/module part).
+
+        Every value is explicit, so RUN:AI-style env vars on the ranks cannot silently
+        override what the spec says; ``extra_args`` come last and win.
+        """
+        from lanenb.launch.mpirun import trainer_argv
+
+        return trainer_argv(
+            data=self.dataset,
+            run_dir=run_dir or self.run_dir,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            engine=self.engine,
+            backbone=self.backbone,
+            use_workers=self.num_workers > 0,
+            num_workers=self.num_workers or None,
+            use_val=self.use_val,
+            val_batch_size=self.val_batch_size,
+            max_steps=self.max_steps,
+            enable_snapshot=self.enable_snapshot or None,
+            pvc_name=self.pvc_name if self.enable_snapshot else None,
+        ) + list(self.extra_args)
+
+    # ----------------------------------------------------------------- JSON round-trip
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["volumes"] = [str(v) for v in self.volumes]
+        data["env"] = dict(self.env)
+        data["extra_args"] = list(self.extra_args)
+        data["k8s"] = self.k8s.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TrainSpec":
+        if not isinstance(data, Mapping):
+            raise SpecError("spec", data, "must be a dict of TrainSpec fields")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError("spec", unknown, f"unknown field(s); known fields: {', '.join(sorted(known))}")
+        if "dataset" not in data:
+            raise SpecError("dataset", None, "is required")
+        return cls(**dict(data))
+
+    def replace(self, **changes: Any) -> "TrainSpec":
+        return dataclasses.replace(self, **changes)
