@@ -1,0 +1,257 @@
+"""The Kubernetes backend: a ``TrainSpec`` becomes a Kubeflow MPI Operator MPIJob.
+
+Layout: ``manifests`` builds the MPIJob, ``client`` connects and retries, ``status`` turns
+conditions and pod states into plain words, ``logs`` finds and follows the launcher pod,
+``watch`` follows the MPIJob itself, ``names`` checks names before anything is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from kubernetes.client.exceptions import ApiException
+
+from ..base import Backend, LogLine
+from .client import (
+    INSTALL_HINT, MPIJOB_GROUP, MPIJOB_PLURAL, MPIJOB_VERSION, Clients, KubernetesAPIError, KubernetesConfigError,
+    KubernetesError, KubernetesUnreachableError, OperatorNotInstalledError, RetryPolicy, load_clients,
+)
+from .logs import find_pod, follow_pod_lines, pod_dicts, read_pod, read_pod_lines, to_log_lines
+from .manifests import ManifestError, build_mpijob, cluster_run_dir, namespace_for, render
+from .names import InvalidNameError, check_label
+from .status import missing_status, mpijob_status
+from .watch import watch_mpijob
+
+if TYPE_CHECKING:
+    from ...spec import TrainSpec
+    from ...status import JobStatus
+
+__all__ = [
+    "KubernetesBackend", "render", "build_mpijob", "KubernetesError", "KubernetesConfigError",
+    "KubernetesUnreachableError", "KubernetesAPIError", "OperatorNotInstalledError", "InvalidNameError",
+    "ManifestError", "RetryPolicy",
+]
+
+SUBMISSION_ANNOTATION = "lanenb/submission-id"
+
+
+class KubernetesBackend(Backend):
+    """Submit/inspect/cancel MPIJobs. Keeps only connection objects, never per-job state.
+
+    ``context``/``kubeconfig`` choose the cluster (``spec.k8s.context`` wins per job);
+    ``clients`` injects ready-made clients (tests, notebooks that already hold one).
+    """
+
+    name = "kubernetes"
+
+    def __init__(self, *, context: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
+                 in_cluster: bool | None = None, clients: Clients | None = None,
+                 retry: RetryPolicy | None = None) -> None:
+        self._context = context
+        self._kubeconfig = kubeconfig
+        self._in_cluster = in_cluster
+        self._retry = retry
+        self._cache: dict[str | None, Clients] = {}
+        if clients is not None:
+            self._cache[context] = clients
+
+    # ------------------------------------------------------------------ plumbing
+    def clients(self, context: str | None = None) -> Clients:
+        context = context or self._context
+        if context not in self._cache:
+            if self._cache and context is None:
+                return next(iter(self._cache.values()))
+            loaded = load_clients(context, self._kubeconfig, in_cluster=self._in_cluster, retry=self._retry)
+            self._cache[context] = loaded
+            self._cache.setdefault(loaded.context, loaded)  # handles name the resolved context
+        return self._cache[context]
+
+    def _for(self, spec: "TrainSpec", handle: dict[str, Any] | None = None) -> tuple[Clients, str, str]:
+        handle = handle or {}
+        clients = self.clients(handle.get("context") or spec.k8s.context)
+        namespace = check_label("namespace", handle.get("namespace") or namespace_for(spec))
+        name = check_label("job name", handle.get("name") or spec.name)
+        return clients, namespace, name
+
+    def _not_installed(self, clients: Clients) -> OperatorNotInstalledError:
+        return OperatorNotInstalledError(
+            f"the Kubernetes cluster at {clients.where()} does not serve {MPIJOB_PLURAL}.{MPIJOB_GROUP}/"
+            f"{MPIJOB_VERSION}: the Kubeflow MPI Operator is not installed; {INSTALL_HINT}"
+        )
+
+    def _explain_404(self, clients: Clients, exc: ApiException, namespace: str) -> KubernetesError:
+        """A 404 on mpijobs means: no such namespace, no MPI Operator, or no such job."""
+        body = exc.body or ""
+        if '"kind": "namespaces"' in body or '"kind":"namespaces"' in body:
+            return KubernetesAPIError(f"namespace {namespace!r} does not exist on {clients.where()}", 404, body)
+        try:
+            resources = clients.call(clients.custom.get_api_resources, MPIJOB_GROUP, MPIJOB_VERSION,
+                                     what="API discovery")
+            served = {r.name for r in (resources.resources or [])}
+        except ApiException:
+            served = set()
+        if MPIJOB_PLURAL not in served:
+            return self._not_installed(clients)
+        return KubernetesAPIError(f"not found on {clients.where()}: {exc.reason}", 404, body)
+
+    def _get_job(self, clients: Clients, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return clients.call(clients.custom.get_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
+                                namespace, MPIJOB_PLURAL, name, what=f"reading MPIJob {name}")
+        except ApiException as exc:
+            if exc.status == 404:
+                err = self._explain_404(clients, exc, namespace)
+                if isinstance(err, OperatorNotInstalledError):
+                    raise err from exc
+                return None
+            raise KubernetesAPIError(f"cannot read MPIJob {namespace}/{name}: {exc.status} {exc.reason}",
+                                     exc.status, exc.body) from exc
+
+    # ------------------------------------------------------------------ Backend API
+    def render(self, spec: "TrainSpec") -> str:
+        return render(spec)
+
+    def validate(self, spec: "TrainSpec", run_dir: str | Path | None = None) -> None:
+        """Everything that can be checked without the cluster (names, image): no request is sent."""
+        build_mpijob(spec, str(run_dir) if run_dir else None)
+
+    def submit(self, spec: "TrainSpec", run_dir: str | Path | None = None) -> dict[str, Any]:
+        """Create the MPIJob and return at once; ``run_dir`` is a path inside the cluster (or None:
+        then under the first writable volume, see ``cluster_run_dir``)."""
+        run_dir = str(run_dir) if run_dir else cluster_run_dir(spec)
+        body = build_mpijob(spec, run_dir)  # validates names and the image before any request
+        submission = uuid.uuid4().hex
+        body["metadata"]["annotations"][SUBMISSION_ANNOTATION] = submission
+        clients, namespace, name = self._for(spec)
+        try:
+            created = clients.call(clients.custom.create_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
+                                   namespace, MPIJOB_PLURAL, body, what=f"creating MPIJob {name} in namespace {namespace}")
+        except ApiException as exc:
+            if exc.status == 404:
+                raise self._explain_404(clients, exc, namespace) from exc
+            if exc.status == 409:
+                existing = self._get_job(clients, namespace, name)
+                ann = ((existing or {}).get("metadata") or {}).get("annotations") or {}
+                if ann.get(SUBMISSION_ANNOTATION) != submission:  # not our own retried create
+                    raise KubernetesAPIError(
+                        f"an MPIJob named {name!r} already exists in namespace {namespace!r}: pick another name= "
+                        f"or delete it (kubectl delete mpijob {name} -n {namespace})", 409, exc.body) from exc
+                created = existing
+            elif exc.status == 422:
+                raise KubernetesAPIError(f"the cluster rejected the MPIJob: {exc.body}", 422, exc.body) from exc
+            else:
+                raise KubernetesAPIError(f"creating MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
+                                         exc.status, exc.body) from exc
+        meta = (created or {}).get("metadata") or {}
+        return {"namespace": namespace, "name": name, "uid": meta.get("uid"), "context": clients.context,
+                "run_dir": run_dir, "submitted": time.time()}
+
+    def status(self, spec: "TrainSpec", handle: dict[str, Any]) -> "JobStatus":
+        clients, namespace, name = self._for(spec, handle)
+        job = self._get_job(clients, namespace, name)
+        if job is None:
+            return missing_status(namespace, name)
+        return mpijob_status(job, pod_dicts(clients, namespace, name))
+
+    def watch(self, spec: "TrainSpec", handle: dict[str, Any], *, timeout: float | None = None
+              ) -> Iterator["JobStatus"]:
+        """A ``JobStatus`` each time the MPIJob changes (a watch, not polling), until it finishes."""
+        clients, namespace, name = self._for(spec, handle)
+        for _kind, obj in watch_mpijob(clients, namespace, name, timeout=timeout):
+            if obj is None:
+                yield missing_status(namespace, name)
+                return
+            status = mpijob_status(obj, pod_dicts(clients, namespace, name))
+            yield status
+            if status.state.finished:
+                return
+
+    def logs(self, spec: "TrainSpec", handle: dict[str, Any], *, follow: bool = False,
+             worker: int | None = None) -> Iterator[LogLine]:
+        clients, namespace, name = self._for(spec, handle)
+        source = "launcher" if worker is None else f"worker-{worker}"
+        pod = find_pod(clients, namespace, name, worker)
+        if not follow:
+            if pod is None:
+                return
+            container = "launcher" if worker is None else "worker"
+            yield from to_log_lines(read_pod_lines(clients, namespace, pod["metadata"]["name"], container), source)
+            return
+        # Following: wait for the pod to exist (it may still be pending), unless the job ends first.
+        while pod is None:
+            current = self.status(spec, handle)
+            if current.state.finished or current.state.value == "unknown":
+                return
+            time.sleep(0.2)
+            pod = find_pod(clients, namespace, name, worker)
+        pod_name = pod["metadata"]["name"]
+        container = "launcher" if worker is None else "worker"
+
+        def refresh() -> dict[str, Any] | None:
+            return read_pod(clients, namespace, pod_name)
+
+        def stopped() -> bool:
+            if worker is None:
+                return False
+            job = self._get_job(clients, namespace, name)
+            return job is None or mpijob_status(job).state.finished
+
+        yield from to_log_lines(
+            follow_pod_lines(clients, namespace, pod_name, container, refresh=refresh, stop=stopped), source)
+
+    def cancel(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+        """Delete the MPIJob; Foreground propagation removes the pods before the job object."""
+        clients, namespace, name = self._for(spec, handle)
+        try:
+            clients.call(clients.custom.delete_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace,
+                         MPIJOB_PLURAL, name, propagation_policy="Foreground", what=f"deleting MPIJob {name}")
+        except ApiException as exc:
+            if exc.status == 404:
+                err = self._explain_404(clients, exc, namespace)
+                if isinstance(err, OperatorNotInstalledError):
+                    raise err from exc
+                return  # already gone: cancelling twice is fine
+            raise KubernetesAPIError(f"deleting MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
+                                     exc.status, exc.body) from exc
+
+    def _set_suspend(self, spec: "TrainSpec", handle: dict[str, Any], value: bool) -> None:
+        clients, namespace, name = self._for(spec, handle)
+        try:
+            clients.call(clients.custom.patch_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace,
+                         MPIJOB_PLURAL, name, {"spec": {"runPolicy": {"suspend": value}}},
+                         what=f"{'suspending' if value else 'resuming'} MPIJob {name}")
+        except ApiException as exc:
+            if exc.status == 404:
+                raise self._explain_404(clients, exc, namespace) from exc
+            raise KubernetesAPIError(f"patching MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
+                                     exc.status, exc.body) from exc
+
+    def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+        """``runPolicy.suspend: true``: the operator deletes the pods and keeps the job."""
+        self._set_suspend(spec, handle, True)
+
+    def resume(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+        self._set_suspend(spec, handle, False)
+
+    def describe(self, spec: "TrainSpec", handle: dict[str, Any]) -> dict[str, Any]:
+        clients, namespace, name = self._for(spec, handle)
+        job = self._get_job(clients, namespace, name)
+        pods = pod_dicts(clients, namespace, name) if job is not None else []
+        status = mpijob_status(job, pods) if job is not None else missing_status(namespace, name)
+        return {
+            "backend": self.name,
+            "server": clients.where(),
+            "namespace": namespace,
+            "name": name,
+            "status": status.to_dict(),
+            "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
+            "pods": [{"name": p["metadata"]["name"],
+                      "role": (p["metadata"].get("labels") or {}).get("training.kubeflow.org/job-role"),
+                      "phase": (p.get("status") or {}).get("phase"),
+                      "node": (p.get("spec") or {}).get("nodeName")} for p in pods],
+            "mpijob": job,
+        }

@@ -1,0 +1,192 @@
+"""Connecting to the cluster: kubeconfig contexts or in-cluster config, and retries.
+
+Every API call goes through ``call`` so a busy or restarting apiserver (429, 5xx, dropped
+connections, timeouts) is retried with backoff, and an unreachable one becomes one clear
+error naming the server and the context instead of a urllib3 traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+__all__ = [
+    "KubernetesError", "KubernetesConfigError", "KubernetesUnreachableError", "KubernetesAPIError",
+    "OperatorNotInstalledError", "RetryPolicy", "Clients", "load_clients", "RETRYABLE_STATUS",
+    "MPIJOB_GROUP", "MPIJOB_VERSION", "MPIJOB_PLURAL", "INSTALL_HINT",
+]
+
+MPIJOB_GROUP, MPIJOB_VERSION, MPIJOB_PLURAL = "kubeflow.org", "v2beta1", "mpijobs"
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+INSTALL_HINT = (
+    "a cluster admin can install the Kubeflow MPI Operator v0.8.2 with "
+    "`kubectl apply --server-side -k deploy/mpi-operator` (see deploy/README.md in the lanenb repository)"
+)
+
+T = TypeVar("T")
+
+
+class KubernetesError(RuntimeError):
+    """Anything the Kubernetes backend cannot do, explained for the person at the notebook."""
+
+
+class KubernetesConfigError(KubernetesError):
+    """No usable kubeconfig / context / in-cluster credentials."""
+
+
+class KubernetesUnreachableError(KubernetesError):
+    """The API server did not answer (DNS, refused connection, VPN down, timeouts)."""
+
+
+class OperatorNotInstalledError(KubernetesError):
+    """The cluster does not serve kubeflow.org/v2beta1 mpijobs."""
+
+
+class KubernetesAPIError(KubernetesError):
+    """The API server refused a request; ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, status: int | None = None, body: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter; ``attempts`` counts the first try."""
+
+    attempts: int = 5
+    base_delay: float = 0.2
+    max_delay: float = 5.0
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        if retry_after and retry_after.strip().isdigit():
+            return min(float(retry_after), self.max_delay)
+        return min(self.max_delay, self.base_delay * (2 ** attempt)) * (0.5 + random.random() / 2)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError))
+
+
+@dataclass
+class Clients:
+    """The API objects for one cluster/context, plus where they point (for messages)."""
+
+    api: k8s.ApiClient
+    host: str
+    context: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @property
+    def custom(self) -> k8s.CustomObjectsApi:
+        return k8s.CustomObjectsApi(self.api)
+
+    @property
+    def core(self) -> k8s.CoreV1Api:
+        return k8s.CoreV1Api(self.api)
+
+    def where(self) -> str:
+        return f"{self.host}" + (f" (context {self.context!r})" if self.context else "")
+
+    def call(self, fn: Callable[..., T], *args: Any, what: str = "the request", **kwargs: Any) -> T:
+        """Run one API call with retries on 429/5xx/transport errors; map the rest to our errors."""
+        last: BaseException | None = None
+        for attempt in range(self.retry.attempts):
+            try:
+                return fn(*args, **kwargs)
+            except ApiException as exc:
+                if exc.status in RETRYABLE_STATUS and attempt + 1 < self.retry.attempts:
+                    last = exc
+                    headers = exc.headers or {}
+                    time.sleep(self.retry.delay(attempt, headers.get("Retry-After")))
+                    continue
+                if exc.status == 401:
+                    raise KubernetesAPIError(
+                        f"the API server at {self.where()} rejected our credentials for {what} (401): "
+                        "refresh the kubeconfig (expired token or certificate?)", 401, exc.body) from exc
+                if exc.status == 403:
+                    raise KubernetesAPIError(
+                        f"not allowed: {what} on {self.where()} was refused (403 Forbidden). A cluster admin can "
+                        "grant it with deploy/rbac-submitter.yaml in your namespace", 403, exc.body) from exc
+                raise
+            except Exception as exc:  # urllib3 / socket errors
+                if not _is_transport_error(exc):
+                    raise
+                last = exc
+                if attempt + 1 < self.retry.attempts:
+                    time.sleep(self.retry.delay(attempt))
+                    continue
+        if isinstance(last, ApiException):
+            raise last
+        raise KubernetesUnreachableError(
+            f"cannot reach the Kubernetes API server at {self.where()} for {what} after "
+            f"{self.retry.attempts} attempts: {_short(last)}. Check that the cluster is up, your VPN/network, "
+            "and `kubectl config current-context` (or pass context=...)."
+        ) from last
+
+
+def _short(exc: BaseException | None) -> str:
+    if exc is None:
+        return "no answer"
+    reason = getattr(exc, "reason", None)
+    return f"{type(exc).__name__}: {reason or exc}"
+
+
+def load_clients(
+    context: str | None = None,
+    kubeconfig: str | os.PathLike[str] | None = None,
+    *,
+    in_cluster: bool | None = None,
+    retry: RetryPolicy | None = None,
+) -> Clients:
+    """Build clients from a kubeconfig context, or from the pod's service account.
+
+    ``in_cluster=None`` means: use the service account when running inside a pod
+    (KUBERNETES_SERVICE_HOST set) and no kubeconfig/context was asked for explicitly.
+    """
+    retry = retry or RetryPolicy()
+    if in_cluster is None:
+        in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and kubeconfig is None and context is None \
+            and not os.environ.get("KUBECONFIG") and not os.path.exists(os.path.expanduser("~/.kube/config"))
+    if in_cluster:
+        configuration = k8s.Configuration()
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except ConfigException as exc:
+            raise KubernetesConfigError(f"in-cluster Kubernetes config is not usable: {exc}") from exc
+        return Clients(k8s.ApiClient(configuration), configuration.host, None, retry)
+
+    path = os.fspath(kubeconfig) if kubeconfig is not None else os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0]
+    path = os.path.expanduser(path)
+    if not os.path.exists(path):
+        raise KubernetesConfigError(
+            f"no kubeconfig at {path}: set KUBECONFIG, pass kubeconfig=..., or copy the cluster's config "
+            "(e.g. `az aks get-credentials ...`) to ~/.kube/config"
+        )
+    try:
+        contexts, active = k8s_config.list_kube_config_contexts(config_file=path)
+    except ConfigException as exc:
+        raise KubernetesConfigError(f"kubeconfig {path} is not usable: {exc}") from exc
+    names = [c["name"] for c in contexts or []]
+    if context is not None and context not in names:
+        raise KubernetesConfigError(
+            f"context {context!r} is not in kubeconfig {path}; available contexts: {', '.join(names) or 'none'}"
+        )
+    configuration = k8s.Configuration()
+    try:
+        k8s_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+    except ConfigException as exc:
+        raise KubernetesConfigError(f"kubeconfig {path}, context {context or active.get('name')!r}: {exc}") from exc
+    # A few quick urllib3 retries for a flapping connection; our own loop does the backoff.
+    configuration.retries = urllib3.Retry(total=1, connect=1, read=0, backoff_factor=0.05)
+    return Clients(k8s.ApiClient(configuration), configuration.host, context or (active or {}).get("name"), retry)

@@ -1,0 +1,80 @@
+"""deploy/: the admin manifests parse, pin the versions the issue names, and the submitter Role
+grants every request the backend really makes (recorded by the emulator during a job's life)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+from k8s_harness import REPO, warm_up
+
+from lanenb.jobs.spec import TrainSpec
+from lanenb.jobs.status import JobState
+
+DEPLOY = REPO / "deploy"
+
+
+def load(name: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
+
+
+def rules_allow(rules: list[dict], group: str, resource: str, verb: str) -> bool:
+    return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
+
+
+def request_to_permission(method: str, path_qs: str) -> tuple[str, str, str] | None:
+    """(apiGroup, resource[/subresource], verb) as the apiserver's authorizer sees a request."""
+    url = urlsplit(path_qs)
+    m = re.match(r"^/(?:api/v1|apis/([^/]+)/[^/]+)/namespaces/[^/]+/([^/]+)(?:/([^/]+))?(?:/([^/]+))?$", url.path)
+    if not m:
+        return None  # discovery (/version, /apis/...): allowed to every authenticated user
+    group, resource, name, sub = m.group(1) or "", m.group(2), m.group(3), m.group(4)
+    query = parse_qs(url.query)
+    if method == "GET":
+        verb = "watch" if query.get("watch") == ["true"] else ("get" if name else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+    return group, resource + (f"/{sub}" if sub else ""), verb
+
+
+def test_manifests_parse_and_pin_versions():
+    operator = load("mpi-operator/kustomization.yaml")[0]
+    assert any("mpi-operator" in r and r.endswith("?ref=v0.8.2") for r in operator["resources"])
+    snapshots = load("csi-snapshots/kustomization.yaml")[0]
+    assert any("client/config/crd" in r for r in snapshots["resources"])
+    assert any("snapshot-controller" in r for r in snapshots["resources"])
+    kinds = sorted(d["kind"] for d in load("rbac-submitter.yaml") + load("rbac-trainer.yaml"))
+    assert kinds == ["Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"]
+    assert "kubectl apply --server-side -k deploy/mpi-operator" in (DEPLOY / "README.md").read_text()
+
+
+def test_trainer_service_account_may_snapshot_volumes():
+    docs = load("rbac-trainer.yaml")
+    role = next(d for d in docs if d["kind"] == "Role")
+    binding = next(d for d in docs if d["kind"] == "RoleBinding")
+    account = next(d for d in docs if d["kind"] == "ServiceAccount")
+    assert rules_allow(role["rules"], "snapshot.storage.k8s.io", "volumesnapshots", "create")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+
+
+def test_submitter_role_covers_every_request_of_a_job_lifecycle(cluster, backend):
+    thread, fake = cluster
+    fake.rewrite_argv = lambda argv: [sys.executable, "-c", "import time\nfor i in range(30):\n print(i, flush=True)\n time.sleep(0.05)"]
+    spec = TrainSpec(dataset="/d", backend="kubernetes", image="img:1", name="lane-rbac")
+    warm_up(backend)
+    handle = backend.submit(spec)
+    assert [s.state for s in backend.watch(spec, handle, timeout=20)][-1] == JobState.SUCCEEDED
+    list(backend.logs(spec, handle, follow=True))
+    backend.describe(spec, handle)
+    backend.logs(spec, handle, worker=0)
+    backend.suspend(spec, handle)
+    backend.cancel(spec, handle)
+    rules = next(d for d in load("rbac-submitter.yaml") if d["kind"] == "Role")["rules"]
+    needed = {p for p in (request_to_permission(m, q) for m, q in thread.emulator.served) if p}
+    assert {("kubeflow.org", "mpijobs", v) for v in ("create", "get", "list", "watch", "patch", "delete")} <= needed
+    missing = [p for p in needed if not rules_allow(rules, *p)]
+    assert missing == []
