@@ -1,0 +1,94 @@
+"""``lanenb data check|synth|preview``: validate, generate and look at TuSimple datasets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    data = subparsers.add_parser("data", help="check, synthesise or preview TuSimple datasets")
+    sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
+
+    check = sub.add_parser("check", help="validate labels and images; one FILE:LINE line per problem")
+    check.add_argument("dir", help="dataset root (clips/ + label JSON-lines files)")
+    check.add_argument("--quiet", action="store_true", help="no progress bar")
+    check.set_defaults(func=cmd_check)
+
+    synth = sub.add_parser("synth", help="write synthetic road scenes in the TuSimple layout")
+    synth.add_argument("--out", required=True, help="output directory (new, empty, or a previous synth)")
+    synth.add_argument("--frames", type=int, default=200, help="number of frames (default 200)")
+    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--width", type=int, default=1280)
+    synth.add_argument("--height", type=int, default=720)
+    synth.add_argument("--test-fraction", type=float, default=0.2,
+                       help="share of frames written to test_label.json (default 0.2)")
+    synth.add_argument("--quiet", action="store_true", help="no progress bar")
+    synth.set_defaults(func=cmd_synth)
+
+    preview = sub.add_parser("preview", help="PNG grid of frames with ground-truth lanes")
+    preview.add_argument("dir", help="dataset root")
+    preview.add_argument("--out", required=True, help="PNG file to write")
+    preview.add_argument("--n", type=int, default=8, help="number of frames (default 8)")
+    preview.add_argument("--split", default="train", choices=("train", "val", "test"))
+    preview.add_argument("--seed", type=int, default=0, help="which frames to pick")
+    preview.set_defaults(func=cmd_preview)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from lanenb_trainer.data.labels import check_dataset
+
+    problems = check_dataset(args.dir, progress=not args.quiet and sys.stderr.isatty())
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} problem(s) in {args.dir}", file=sys.stderr)
+        return 1
+    print(f"{args.dir}: OK", file=sys.stderr)
+    return 0
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    from lanenb_trainer.data.synth import synthesize
+
+    try:
+        summary = synthesize(args.out, args.frames, seed=args.seed, width=args.width,
+                             height=args.height, test_fraction=args.test_fraction,
+                             progress=not args.quiet)
+    except (ValueError, FileExistsError, NotADirectoryError) as exc:
+        print(f"lanenb data synth: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 0
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    import cv2
+
+    from lanenb_trainer.data.labels import LabelError
+    from lanenb_trainer.data.preview import preview_grid
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".png":
+        print(f"lanenb data preview: error: --out must end in .png; got {args.out}", file=sys.stderr)
+        return 2
+    try:
+        grid = preview_grid(args.dir, n=args.n, split=args.split, seed=args.seed)
+    except (LabelError, ValueError, FileNotFoundError) as exc:
+        print(f"lanenb data preview: error: {exc}", file=sys.stderr)
+        return 2
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(grid, cv2.COLOR_RGB2BGR))
+    if not ok:  # pragma: no cover
+        print("lanenb data preview: error: PNG encoding failed", file=sys.stderr)
+        return 2
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(buf.tobytes())
+    os.replace(tmp, out)
+    print(f"wrote {out} ({grid.shape[1]}x{grid.shape[0]})", file=sys.stderr)
+    return 0

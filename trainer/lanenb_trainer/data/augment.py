@@ -1,0 +1,146 @@
+"""Seeded training augmentation, composed so that each frame costs one warp and one colour pass.
+
+Geometry (resize to the network input, random scale/crop, small rotation, horizontal flip)
+is a single 2x3 affine matrix: the decoded frame goes through *one* ``cv2.warpAffine`` and the
+lane points through the same matrix, so image and mask can never disagree. Colour jitter
+(brightness, contrast, saturation), BGR->RGB and ImageNet normalisation are one 3x4 colour
+matrix applied with ``cv2.transform``. Contrast pivots on mid-grey (128) rather than the
+frame's mean and nothing is clipped - both keep the colour step linear and cheap.
+
+Parameters come from ``numpy.random.default_rng([seed, epoch, index])``, so a frame's
+augmentation depends only on (seed, epoch, index): not on worker count, rank or order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "AugmentConfig",
+    "AugmentParams",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "sample_params",
+    "affine_matrix",
+    "colour_matrix",
+    "apply_affine",
+    "apply_colour",
+    "frame_rng",
+]
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)  # RGB
+IMAGENET_STD = (0.229, 0.224, 0.225)
+_LUMA_BGR = np.array([0.114, 0.587, 0.299])
+
+
+@dataclass(frozen=True)
+class AugmentConfig:
+    scale: tuple[float, float] = (1.0, 1.15)  # zoom in; the crop stays inside the frame
+    max_rotate_deg: float = 3.0
+    flip_p: float = 0.5
+    brightness: float = 0.3
+    contrast: float = 0.3
+    saturation: float = 0.3
+
+    def __post_init__(self) -> None:
+        lo, hi = self.scale
+        if not 0 < lo <= hi:
+            raise ValueError(f"scale range must satisfy 0 < lo <= hi; got {self.scale}")
+        if not 0 <= self.flip_p <= 1:
+            raise ValueError(f"flip_p must be in [0, 1]; got {self.flip_p}")
+        for name in ("max_rotate_deg", "brightness", "contrast", "saturation"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class AugmentParams:
+    scale: float = 1.0
+    shift_x: float = 0.0  # crop-centre offset as a fraction of the output size
+    shift_y: float = 0.0
+    angle_deg: float = 0.0
+    flip: bool = False
+    brightness: float = 1.0
+    contrast: float = 1.0
+    saturation: float = 1.0
+
+
+def frame_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
+    return np.random.default_rng([int(seed), int(epoch), int(index)])
+
+
+def sample_params(rng: np.random.Generator, cfg: AugmentConfig = AugmentConfig()) -> AugmentParams:
+    s = float(rng.uniform(*cfg.scale))
+    slack = max(0.0, (s - 1.0) / 2.0)  # how far the crop centre may move and stay inside
+    return AugmentParams(
+        scale=s,
+        shift_x=float(rng.uniform(-slack, slack)),
+        shift_y=float(rng.uniform(-slack, slack)),
+        angle_deg=float(rng.uniform(-cfg.max_rotate_deg, cfg.max_rotate_deg)),
+        flip=bool(rng.random() < cfg.flip_p),
+        brightness=float(rng.uniform(1 - cfg.brightness, 1 + cfg.brightness)),
+        contrast=float(rng.uniform(1 - cfg.contrast, 1 + cfg.contrast)),
+        saturation=float(rng.uniform(1 - cfg.saturation, 1 + cfg.saturation)),
+    )
+
+
+def affine_matrix(src_hw: tuple[int, int], out_hw: tuple[int, int],
+                  params: AugmentParams | None = None) -> np.ndarray:
+    """2x3 float64 matrix mapping source pixel coords to output pixel coords (pixel centres)."""
+    (h, w), (oh, ow) = src_hw, out_hw
+    sx, sy = ow / w, oh / h
+    # resize with pixel-centre alignment: x' = (x + .5) * s - .5
+    m = np.array([[sx, 0, 0.5 * sx - 0.5], [0, sy, 0.5 * sy - 0.5], [0, 0, 1]], np.float64)
+    if params is not None:
+        cx, cy = (ow - 1) / 2.0, (oh - 1) / 2.0
+        a = math.radians(params.angle_deg)
+        c, s = math.cos(a) * params.scale, math.sin(a) * params.scale
+        # zoom + rotate about the output centre, then move the crop window
+        aug = np.array([
+            [c, -s, cx - c * cx + s * cy - params.shift_x * ow],
+            [s, c, cy - s * cx - c * cy - params.shift_y * oh],
+            [0, 0, 1],
+        ])
+        m = aug @ m
+        if params.flip:
+            m = np.array([[-1, 0, ow - 1], [0, 1, 0], [0, 0, 1]], np.float64) @ m
+    return m[:2]
+
+
+def apply_affine(m: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """Transform (N, 2) points with a 2x3 matrix."""
+    return pts @ m[:, :2].T + m[:, 2]
+
+
+def colour_matrix(params: AugmentParams | None = None,
+                  mean: tuple[float, float, float] = IMAGENET_MEAN,
+                  std: tuple[float, float, float] = IMAGENET_STD) -> np.ndarray:
+    """3x4 float32 matrix: BGR uint8 values -> jittered, normalised RGB (for cv2.transform)."""
+    lin = np.eye(3)
+    off = np.zeros(3)
+    if params is not None:
+        sat = params.saturation * np.eye(3) + (1 - params.saturation) * np.outer(np.ones(3), _LUMA_BGR)
+        lin = params.contrast * sat * params.brightness
+        off = np.full(3, 128.0 * (1 - params.contrast))
+    lin, off = lin[::-1], off[::-1]  # output rows in RGB order
+    mean_a, std_a = np.asarray(mean), np.asarray(std)
+    lin = lin / (255.0 * std_a[:, None])
+    off = (off / 255.0 - mean_a) / std_a
+    return np.concatenate([lin, off[:, None]], axis=1).astype(np.float32)
+
+
+def apply_colour(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
+    """uint8 HxWx3 BGR -> float32 3xHxW tensor via a 3x4 colour matrix, in one matmul.
+
+    The matmul writes channel-first memory directly, so no HWC->CHW copy follows.
+    """
+    import torch
+
+    h, w = bgr.shape[:2]
+    pix = torch.from_numpy(np.ascontiguousarray(bgr)).view(h * w, 3).float()
+    mat = torch.from_numpy(np.ascontiguousarray(matrix[:, :3]))
+    off = torch.from_numpy(np.ascontiguousarray(matrix[:, 3:]))
+    return torch.addmm(off, mat, pix.T).view(3, h, w)

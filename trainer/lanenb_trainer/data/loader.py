@@ -1,0 +1,127 @@
+"""DataLoader construction for one rank: rank-sharded, resumable mid-epoch, worker-safe.
+
+``ResumableDistributedSampler`` shards like ``torch.utils.data.DistributedSampler`` (same
+seeded permutation on every rank, padded or trimmed to a multiple of the world size, rank
+``r`` takes every ``world_size``-th index from ``r``), and adds ``start_index``: the number of
+this rank's samples already consumed in the current epoch (``batches_done * batch_size``),
+skipped on the next iteration only, so a job resumed from a mid-epoch checkpoint sees exactly
+the samples it had not seen yet.
+
+When the dataset has ``set_epoch`` the sampler yields ``(epoch, index)`` pairs: the epoch
+travels with each index into the workers, so augmentation stays a function of
+(seed, epoch, index) even with ``persistent_workers`` (whose dataset copies never see a
+``set_epoch`` called in the main process).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+from typing import Iterator, Sized
+
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+__all__ = ["ResumableDistributedSampler", "build_loader", "worker_init"]
+
+
+class ResumableDistributedSampler(Sampler):
+    def __init__(self, dataset: Sized, *, num_replicas: int = 1, rank: int = 0,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False,
+                 start_index: int = 0, yield_epoch: bool = False) -> None:
+        if num_replicas < 1:
+            raise ValueError(f"world_size must be >= 1; got {num_replicas}")
+        if not 0 <= rank < num_replicas:
+            raise ValueError(f"rank must be in [0, {num_replicas - 1}]; got {rank}")
+        n = len(dataset)
+        if n == 0:
+            raise ValueError("dataset is empty: nothing to sample")
+        self.dataset_len = n
+        self.num_replicas, self.rank = num_replicas, rank
+        self.shuffle, self.seed, self.drop_last = shuffle, int(seed), drop_last
+        self.yield_epoch = yield_epoch
+        self._dataset_set_epoch = getattr(dataset, "set_epoch", None)
+        self.epoch = 0
+        if drop_last and n % num_replicas:
+            self.num_samples = n // num_replicas
+        else:
+            self.num_samples = math.ceil(n / num_replicas)
+        if self.num_samples == 0:
+            raise ValueError(f"dataset of {n} frames is smaller than world_size {num_replicas}")
+        self.total_size = self.num_samples * num_replicas
+        self.start_index = 0
+        self.set_start_index(start_index)
+
+    def set_epoch(self, epoch: int) -> None:
+        """New shuffle order; also sets the dataset's epoch for direct (non-loader) access."""
+        self.epoch = int(epoch)
+        if self._dataset_set_epoch is not None:
+            self._dataset_set_epoch(self.epoch)
+
+    def set_start_index(self, start_index: int) -> None:
+        if not 0 <= start_index <= self.num_samples:
+            raise ValueError(f"start_index must be in [0, {self.num_samples}] (samples per rank "
+                             f"per epoch); got {start_index}")
+        self.start_index = int(start_index)
+
+    def _indices(self) -> list[int]:
+        if self.shuffle:
+            g = torch.Generator()
+            g.manual_seed(self.seed + self.epoch)
+            idx = torch.randperm(self.dataset_len, generator=g).tolist()
+        else:
+            idx = list(range(self.dataset_len))
+        if self.total_size > len(idx):
+            pad = self.total_size - len(idx)
+            idx += (idx * math.ceil(pad / len(idx)))[:pad]
+        idx = idx[: self.total_size]
+        return idx[self.rank: self.total_size: self.num_replicas]
+
+    def __iter__(self) -> Iterator:
+        skip, self.start_index = self.start_index, 0  # resume offset applies once
+        mine = self._indices()[skip:]
+        if self.yield_epoch:
+            return iter([(self.epoch, i) for i in mine])
+        return iter(mine)
+
+    def __len__(self) -> int:
+        return self.num_samples - self.start_index
+
+
+def worker_init(_worker_id: int) -> None:
+    """One OpenCV/torch thread per worker: workers are the parallelism; threads would fight."""
+    import cv2
+
+    cv2.setNumThreads(1)
+    torch.set_num_threads(1)
+
+
+def build_loader(dataset: Dataset, batch_size: int, *, rank: int = 0, world_size: int = 1,
+                 num_workers: int = 0, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = True, start_index: int = 0,
+                 pin_memory: bool | None = None) -> DataLoader:
+    """DataLoader for this rank; call ``loader.sampler.set_epoch(epoch)`` before each epoch.
+
+    ``drop_last`` drops the last incomplete batch (and trims the shard so every rank has the
+    same number of samples); evaluation passes ``shuffle=False, drop_last=False``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+    if num_workers < 0:
+        raise ValueError(f"num_workers must be >= 0; got {num_workers}")
+    sampler = ResumableDistributedSampler(
+        dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed,
+        drop_last=drop_last, start_index=start_index,
+        yield_epoch=callable(getattr(dataset, "set_epoch", None)),
+    )
+    if pin_memory is None:
+        pin_memory = torch.cuda.is_available()
+    kwargs = {}
+    if num_workers > 0:
+        # forkserver, not fork: a worker forked from a rank whose OpenCV/OpenMP thread pools
+        # (or MPI) are already running can deadlock; the fork server is a clean process.
+        ctx = "forkserver" if "forkserver" in mp.get_all_start_methods() else None
+        kwargs.update(persistent_workers=True, prefetch_factor=2, worker_init_fn=worker_init,
+                      multiprocessing_context=ctx)
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
+                      pin_memory=pin_memory, drop_last=drop_last, **kwargs)

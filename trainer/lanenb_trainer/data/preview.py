@@ -1,0 +1,75 @@
+"""Ground-truth lanes drawn on frames, as numpy RGB images (no matplotlib: ranks import this).
+
+Colours follow the lane *slots* of :mod:`.masks` when drawn through :func:`preview_grid`
+(slot 1 red, 2 green, 3 blue, 4 yellow; dropped lanes grey), so a grid shows at a glance
+whether slots are consistent across frames.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+from .labels import load_image
+from .masks import assign_slots, lane_runs
+from .splits import load_split
+
+__all__ = ["LANE_COLOURS", "draw_lanes", "preview_grid"]
+
+LANE_COLOURS = [(230, 40, 40), (40, 200, 40), (40, 90, 255), (240, 220, 0), (200, 0, 200),
+                (0, 220, 220)]  # RGB
+DROPPED = (150, 150, 150)
+
+
+def draw_lanes(image_rgb: np.ndarray, lanes: Sequence[Sequence[int]], h_samples: Sequence[int],
+               thickness: int | None = None, colours: Sequence[tuple[int, int, int]] | None = None
+               ) -> np.ndarray:
+    """Copy of ``image_rgb`` with each lane as a polyline and its points as dots."""
+    out = np.ascontiguousarray(image_rgb).copy()
+    if thickness is None:
+        thickness = max(2, int(round(out.shape[1] / 320)))
+    colours = list(colours) if colours is not None else LANE_COLOURS
+    for k, lane in enumerate(lanes):
+        colour = tuple(int(c) for c in colours[k % len(colours)])
+        for run in lane_runs(lane, h_samples):
+            pts = np.round(run).astype(np.int32)
+            cv2.polylines(out, [pts.reshape(-1, 1, 2)], False, colour, thickness, cv2.LINE_AA)
+            for x, y in pts:
+                cv2.circle(out, (int(x), int(y)), thickness + 1, colour, -1, cv2.LINE_AA)
+    return out
+
+
+def preview_grid(root: str | os.PathLike, n: int = 8, split: str = "train", seed: int = 0,
+                 tile_width: int = 480) -> np.ndarray:
+    """RGB uint8 grid of ``n`` frames (chosen by ``seed``) with lanes coloured by slot."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1; got {n}")
+    records = load_split(root, split)
+    rng = np.random.default_rng(seed)
+    picks = sorted(rng.choice(len(records), size=min(n, len(records)), replace=False))
+    tiles = []
+    for i in picks:
+        rec = records[int(i)]
+        img = cv2.cvtColor(load_image(Path(root) / rec.raw_file), cv2.COLOR_BGR2RGB)
+        h, w = img.shape[:2]
+        slots = assign_slots(rec.lanes, rec.h_samples, w, h)
+        colours = [LANE_COLOURS[s] if s >= 0 else DROPPED for s in slots]
+        img = draw_lanes(img, rec.lanes, rec.h_samples, colours=colours)
+        th = int(round(h * tile_width / w))
+        tile = cv2.resize(img, (tile_width, th), interpolation=cv2.INTER_AREA)
+        cv2.putText(tile, rec.raw_file, (6, 18), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255),
+                    1, cv2.LINE_AA)
+        tiles.append(tile)
+    th = max(t.shape[0] for t in tiles)
+    cols = math.ceil(math.sqrt(len(tiles)))
+    rows = math.ceil(len(tiles) / cols)
+    grid = np.zeros((rows * th, cols * tile_width, 3), np.uint8)
+    for k, tile in enumerate(tiles):
+        r, c = divmod(k, cols)
+        grid[r * th: r * th + tile.shape[0], c * tile_width: (c + 1) * tile_width] = tile
+    return grid
