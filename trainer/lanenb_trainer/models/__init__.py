@@ -1,0 +1,43 @@
+"""SCNN lane-detection models, torchvision style: ``build_model("vgg16")`` or ``scnn_vgg16()``.
+
+``postprocess`` (probability maps -> TuSimple lanes) is re-exported lazily so importing the
+models does not pull it in.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .message_passing import MessagePassing, message_pass, spatial_message_passing
+from .scnn import (
+    BACKBONES,
+    SCNN,
+    build_model,
+    load_weights,
+    scnn_resnet18,
+    scnn_resnet34,
+    scnn_small,
+    scnn_vgg16,
+)
+
+__all__ = [
+    "BACKBONES",
+    "MessagePassing",
+    "SCNN",
+    "build_model",
+    "load_weights",
+    "message_pass",
+    "postprocess",
+    "scnn_resnet18",
+    "scnn_resnet34",
+    "scnn_small",
+    "scnn_vgg16",
+    "spatial_message_passing",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "postprocess":
+        return importlib.import_module(f"{__name__}.postprocess")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
