@@ -1,0 +1,195 @@
+"""``lanenb train``: N local ranks under mpirun, streamed with their rank, pretty progress.
+
+The trainer flags are the trainer's own (shared parser), and the config is resolved and
+validated here first, so a typo fails in a second instead of after N ranks imported torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from typing import Any, Callable, TextIO
+
+from lanenb.launch.mpirun import LaunchError, OutputLine, launch_env, run_local
+from lanenb_trainer.config import ConfigError, TrainConfig, add_train_arguments, config_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "train", help="train SCNN on this machine with N MPI ranks",
+        description="Run N trainer ranks locally with mpirun (Horovod or torch.distributed).",
+    )
+    add_launch_arguments(p)
+    add_train_arguments(p)
+    p.set_defaults(func=cmd_train)
+
+
+def add_launch_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("launch")
+    g.add_argument("--processes", "-np", type=int, default=1, help="number of ranks (default 1)")
+    g.add_argument("--show-system", action="store_true", help="also print the per-rank system events")
+    g.add_argument("--raw", action="store_true", help="print every line as received (events as JSON)")
+
+
+def default_run_dir() -> str:
+    return "runs/" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def resolve(args: argparse.Namespace) -> TrainConfig:
+    if args.processes is None or args.processes < 1:
+        raise ConfigError(f"--processes must be an integer >= 1, got {args.processes}")
+    if not getattr(args, "run_dir", None):
+        args.run_dir = default_run_dir()
+    return config_from_args(args)
+
+
+class ConsoleRenderer:
+    """Events as one-line summaries, step events as a progress line; other lines ``[rank] text``."""
+
+    def __init__(self, out: TextIO = sys.stdout, *, show_system: bool = False, raw: bool = False) -> None:
+        self.out = out
+        self.show_system = show_system
+        self.raw = raw
+        self.bar = None
+        self.total_steps: int | None = None
+        self.end_status: str | None = None
+        self.errors: list[OutputLine] = []
+        self.tty = hasattr(out, "isatty") and out.isatty()
+
+    def _write(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text, file=self.out)
+        else:
+            print(text, file=self.out, flush=True)
+
+    def __call__(self, line: OutputLine) -> None:
+        ev = line.event
+        if self.raw or ev is None:
+            self._write(line.tagged())
+            return
+        handler: Callable[[OutputLine], str | None] = getattr(self, f"_on_{ev.kind}", self._on_other)
+        text = handler(line)
+        if text:
+            self._write(f"[{line.rank if line.rank is not None else ev.rank}] {text}")
+
+    def _on_start(self, line: OutputLine) -> str | None:
+        ev = line.event
+        if ev.rank == 0:
+            self.total_steps = ev.get("total_steps")
+            if self.tty and self.total_steps:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=self.total_steps, unit="step", file=self.out, dynamic_ncols=True)
+                start = (ev.get("resumed_from") or {}).get("step", 0)
+                self.bar.update(start)
+        resumed = f", resumed at step {ev['resumed_from']['step']}" if ev.get("resumed_from") else ""
+        return (f"start: engine {ev.get('engine')}, {ev.get('world_size')} ranks, device {ev.get('device')}, "
+                f"{ev.get('threads')} threads, {ev.get('train_frames')} train / {ev.get('val_frames')} val / "
+                f"{ev.get('test_frames')} test frames, {ev.get('steps_per_epoch')} steps/epoch{resumed}")
+
+    def _on_step(self, line: OutputLine) -> str | None:
+        ev = line.event
+        if self.bar is not None:
+            self.bar.n = ev.get("step", self.bar.n)
+            self.bar.set_postfix_str(f"ep {ev.get('epoch')} loss {ev.get('loss', 0):.4f} "
+                                     f"lr {ev.get('lr', 0):.2e} {ev.get('images_per_s', 0):.1f} img/s")
+            return None
+        total = f"/{ev.get('total_steps')}" if ev.get("total_steps") else ""
+        return (f"epoch {ev.get('epoch')} step {ev.get('step')}{total} loss {ev.get('loss', 0):.4f} "
+                f"lr {ev.get('lr', 0):.2e} {ev.get('images_per_s', 0):.1f} img/s")
+
+    def _on_epoch(self, line: OutputLine) -> str:
+        ev = line.event
+        val = (f", val acc {ev['val_accuracy']:.4f} fp {ev['val_fp']:.4f} fn {ev['val_fn']:.4f}"
+               if ev.get("val_accuracy") is not None else "")
+        return (f"epoch {ev.get('epoch')} done in {ev.get('duration_s', 0):.1f}s: "
+                f"train loss {ev.get('train_loss', 0):.4f}{val}")
+
+    def _on_eval(self, line: OutputLine) -> str:
+        ev = line.event
+        return (f"{ev.get('split')} accuracy {ev.get('accuracy', 0):.4f} fp {ev.get('fp', 0):.4f} "
+                f"fn {ev.get('fn', 0):.4f} ({ev.get('frames')} frames)")
+
+    def _on_checkpoint(self, line: OutputLine) -> str:
+        ev = line.event
+        return f"checkpoint {'best ' if ev.get('best') else ''}{ev.get('path')} (step {ev.get('step')})"
+
+    def _on_system(self, line: OutputLine) -> str | None:
+        if not self.show_system:
+            return None
+        ev = line.event
+        gpu = (f" gpu {ev.get('gpu_util')}% {ev.get('gpu_mem_mb')} MiB {ev.get('gpu_temp_c')}C"
+               if ev.get("gpu_util") is not None else "")
+        return f"system: cpu {ev.get('cpu_percent')}% rss {ev.get('rss_mb')} MiB{gpu}"
+
+    def _on_error(self, line: OutputLine) -> str:
+        self.errors.append(line)
+        ev = line.event
+        tb = ev.get("traceback") or ""
+        return f"ERROR {ev.get('type')}: {ev.get('message')}" + (f"\n{tb.rstrip()}" if tb else "")
+
+    def _on_end(self, line: OutputLine) -> str | None:
+        ev = line.event
+        if ev.rank == 0:
+            self.end_status = ev.get("status")
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+        return f"end: {ev.get('status')} after {ev.get('duration_s', 0):.1f}s, step {ev.get('step')}"
+
+    def _on_log(self, line: OutputLine) -> str:
+        return str(line.event.get("message"))
+
+    def _on_other(self, line: OutputLine) -> str:
+        ev = line.event
+        return f"{ev.kind}: " + " ".join(f"{k}={v}" for k, v in ev.data.items())
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def launch(cfg: TrainConfig, processes: int, *, renderer: Callable[[OutputLine], Any] | None = None,
+           env: dict[str, str] | None = None) -> int:
+    """Run a validated config on ``processes`` local ranks; returns the exit status."""
+    return run_local(processes, cfg.to_argv(), env=launch_env(env), on_line=renderer)
+
+
+def _stop_on_sigterm() -> None:
+    """``kill <lanenb pid>`` stops the ranks like Ctrl-C does, instead of orphaning them."""
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    try:
+        cfg = resolve(args)
+    except ConfigError as exc:
+        print(f"lanenb train: error: {exc}", file=sys.stderr)
+        return 2
+    renderer = ConsoleRenderer(show_system=args.show_system, raw=args.raw)
+    print(f"run dir: {cfg.run_dir}", flush=True)
+    _stop_on_sigterm()
+    try:
+        code = launch(cfg, args.processes, renderer=renderer)
+    except LaunchError as exc:
+        print(f"lanenb train: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        renderer.close()
+    if code == 130:
+        print("interrupted: all ranks stopped", file=sys.stderr)
+    elif code != 0:
+        print(f"training failed (exit status {code}); see the error above and {cfg.run_dir}/events.jsonl",
+              file=sys.stderr)
+    else:
+        print(f"done: metrics in {cfg.run_dir}/metrics.json", flush=True)
+    return code

@@ -1,0 +1,276 @@
+"""Run trainer ranks with ``mpirun`` and stream their output line by line with its rank.
+
+Reusable pieces for every launcher: :func:`build_mpirun_argv` (an argv list, never a shell
+string), :func:`trainer_argv`, :func:`start_local` (mpirun in its own process group, so a
+notebook kernel restart does not kill it and Ctrl-C/cancel reaches every rank),
+:func:`iter_output` and :func:`stop`. :func:`run_local` puts them together for the CLI.
+
+Why a parser and not ``line.split``: with ``--tag-output`` Open MPI forwards rank output in
+chunks of at most ~4 KiB and tags every chunk, so one long line of rank 0 can arrive as
+``[1,0]<stdout>:part1`` … ``[1,1]<stdout>:other line`` … ``[1,0]<stdout>:part2``.
+:class:`TaggedOutputParser` reassembles whole lines per rank and stream.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from lanenb_trainer.events import Event, parse_line
+
+TRAINER_MODULE = "lanenb_trainer"
+# Variables every rank needs, exported with -x (remote ranks only see what is exported).
+DEFAULT_EXPORTS = ("MASTER_ADDR", "MASTER_PORT", "PYTHONUNBUFFERED")
+
+_TAG = re.compile(r"\[\d+,(\d+)\]<(stdout|stderr)>:")
+
+
+class LaunchError(RuntimeError):
+    """mpirun is missing or the launch request is invalid."""
+
+
+@dataclass(frozen=True)
+class OutputLine:
+    """One whole line from a rank (``rank`` is None for mpirun's own messages)."""
+
+    rank: int | None
+    stream: str  # "stdout" | "stderr" | "mpirun"
+    text: str
+    event: Event | None = None
+
+    def tagged(self) -> str:
+        """The line as users read it: ``[rank] text``."""
+        who = "mpirun" if self.rank is None else str(self.rank)
+        return f"[{who}] {self.text}"
+
+
+def find_mpirun(mpirun: str = "mpirun") -> str:
+    path = shutil.which(mpirun)
+    if path is None:
+        raise LaunchError(f"{mpirun!r} not found on PATH: install Open MPI "
+                          "(apt-get install openmpi-bin libopenmpi-dev) or pass the full path")
+    return path
+
+
+def free_port() -> int:
+    """An unused TCP port for torch.distributed's rendezvous on this host."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def trainer_argv(**options: Any) -> list[str]:
+    """Trainer flags from keyword options: ``batch_size=4`` → ``--batch-size 4``;
+    ``True`` → ``--flag``, ``False`` → ``--no-flag``, ``None`` → omitted."""
+    argv: list[str] = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + key.replace("_", "-"))
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def build_mpirun_argv(
+    processes: int,
+    trainer_args: Sequence[str],
+    *,
+    env: Mapping[str, str] | Iterable[str] = (),
+    python: str = sys.executable,
+    hosts: Sequence[str] | None = None,
+    mpirun: str = "mpirun",
+    extra_mpi_args: Sequence[str] = (),
+    allow_root: bool | None = None,
+    program: Sequence[str] | None = None,
+) -> list[str]:
+    """The full mpirun command line running ``python -m lanenb_trainer`` on ``processes`` ranks.
+
+    ``env`` names the variables to export to every rank (``-x NAME``; values come from the
+    environment mpirun runs in, so secrets never appear in the argv). ``hosts`` are
+    ``host[:slots]`` entries for multi-node runs (the MPI Operator writes a hostfile instead).
+    ``program`` replaces ``-m lanenb_trainer`` (e.g. a benchmark script path).
+    """
+    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+        raise LaunchError(f"processes must be an integer >= 1, got {processes!r}")
+    names = list(env.keys()) if isinstance(env, Mapping) else list(env)
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise LaunchError(f"cannot export {name!r}: not a valid environment variable name")
+    argv = [mpirun, "-np", str(processes), "--oversubscribe", "--tag-output",
+            "--bind-to", "none", "--map-by", "slot"]
+    if allow_root is None:
+        allow_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if allow_root:
+        argv.append("--allow-run-as-root")
+    if hosts:
+        argv += ["--host", ",".join(hosts)]
+    for name in dict.fromkeys([*DEFAULT_EXPORTS, *names]):
+        argv += ["-x", name]
+    argv += list(extra_mpi_args)
+    argv += [python, "-u", *(program if program else ["-m", TRAINER_MODULE]), *trainer_args]
+    return argv
+
+
+def launch_env(base: Mapping[str, str] | None = None, *, master_addr: str = "127.0.0.1",
+               master_port: int | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for a local mpirun: rendezvous address for DDP, unbuffered Python."""
+    env = dict(os.environ if base is None else base)
+    env.setdefault("MASTER_ADDR", master_addr)
+    env["MASTER_PORT"] = str(master_port or env.get("MASTER_PORT") or free_port())
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def start_local(processes: int, trainer_args: Sequence[str], *, env: Mapping[str, str] | None = None,
+                export: Iterable[str] = (), cwd: str | None = None, python: str = sys.executable,
+                stdout: int | IO[str] | None = subprocess.PIPE,
+                program: Sequence[str] | None = None) -> subprocess.Popen:
+    """Start mpirun in its own session/process group with stderr merged into stdout.
+
+    With at least as many ranks as cores, MPI's busy-polling would steal the cores the ranks
+    compute on (Horovod's background thread waits in MPI), so idle ranks yield instead.
+    """
+    extra = ["--mca", "mpi_yield_when_idle", "1"] if processes >= (os.cpu_count() or 1) else []
+    argv = build_mpirun_argv(processes, trainer_args, env=list(export), python=python,
+                             mpirun=find_mpirun(), program=program, extra_mpi_args=extra)
+    return subprocess.Popen(
+        argv, env=dict(env if env is not None else launch_env()), cwd=cwd, stdin=subprocess.DEVNULL,
+        stdout=stdout, stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
+        errors="replace",
+    )
+
+
+class TaggedOutputParser:
+    """Turns raw ``--tag-output`` lines into whole per-rank lines (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._partial: dict[tuple[int, str], str] = {}
+
+    def feed(self, raw: str) -> list[OutputLine]:
+        raw = raw.rstrip("\n").rstrip("\r")
+        tags = list(_TAG.finditer(raw))
+        if not tags:
+            return [_line(None, "mpirun", raw)] if raw.strip() else []
+        out: list[OutputLine] = []
+        head = raw[: tags[0].start()]
+        if head.strip():
+            out.append(_line(None, "mpirun", head))
+        for i, m in enumerate(tags):
+            key = (int(m.group(1)), m.group(2))
+            end = tags[i + 1].start() if i + 1 < len(tags) else len(raw)
+            text = self._partial.pop(key, "") + raw[m.end():end]
+            if i + 1 < len(tags):
+                self._partial[key] = text  # chunk ended mid-line; more of it comes later
+            else:
+                out.append(_line(key[0], key[1], text.rstrip("\r")))
+        return out
+
+    def flush(self) -> list[OutputLine]:
+        out = [_line(r, s, t) for (r, s), t in self._partial.items() if t]
+        self._partial.clear()
+        return out
+
+
+def _line(rank: int | None, stream: str, text: str) -> OutputLine:
+    return OutputLine(rank, stream, text, parse_line(text))
+
+
+def iter_output(stream: Iterable[str]) -> Iterator[OutputLine]:
+    """Whole lines with their rank from mpirun's (merged) output."""
+    parser = TaggedOutputParser()
+    for raw in stream:
+        yield from parser.feed(raw)
+    yield from parser.flush()
+
+
+def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> int:
+    """Stop mpirun and every rank: ``sig`` to mpirun's process group and SIGTERM to each rank
+    (ranks may live in their own process groups), SIGKILL to whatever is left after ``grace`` s.
+
+    The ranks are looked up before signalling: once mpirun is gone they are re-parented and
+    could no longer be found.
+    """
+    import psutil
+
+    if proc.poll() is not None:
+        return proc.returncode
+    try:
+        ranks = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        ranks = []
+    _killpg(proc.pid, sig)
+    for p in ranks:
+        try:
+            p.send_signal(signal.SIGTERM)  # the trainer turns it into end(status=cancelled)
+        except psutil.NoSuchProcess:
+            pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    _, alive = psutil.wait_procs(ranks, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return proc.returncode
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_local(processes: int, trainer_args: Sequence[str], *, env: Mapping[str, str] | None = None,
+              on_line: Callable[[OutputLine], None] | None = None, grace: float = 10.0,
+              cwd: str | None = None, python: str = sys.executable,
+              program: Sequence[str] | None = None) -> int:
+    """Run the ranks to completion, calling ``on_line`` for every line; returns the exit status.
+
+    Ctrl-C (KeyboardInterrupt) stops every rank (see :func:`stop`), exit status 130.
+    """
+    on_line = on_line or (lambda line: print(line.tagged(), flush=True))
+    proc = start_local(processes, trainer_args, env=env if env is not None else launch_env(), cwd=cwd,
+                       python=python, program=program)
+    assert proc.stdout is not None
+    interrupted = False
+    try:
+        for line in iter_output(proc.stdout):
+            on_line(line)
+        proc.wait()
+    except KeyboardInterrupt:
+        interrupted = True
+        # the reader thread keeps draining so ranks never block on a full pipe while stopping
+        threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
+        stop(proc, grace=grace)
+    finally:
+        if proc.poll() is None:
+            stop(proc, grace=grace)
+    return 130 if interrupted else int(proc.returncode)
+
+
+def wait_for(proc: subprocess.Popen, timeout: float) -> int | None:
+    """Poll helper for callers streaming in another thread."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return proc.returncode
+        time.sleep(0.05)
+    return None

@@ -1,0 +1,144 @@
+"""Real 2-rank training under mpirun on both engines (tiny synthetic data, a few steps each)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import dump, engines, events_of, run_ranks, train_args
+
+pytestmark = pytest.mark.slow
+
+RUN = dict(epochs=3, lr=0.02)
+
+
+@pytest.fixture(scope="module", params=engines())
+def full_run(request, synth_root, tmp_path_factory):
+    engine = request.param
+    run_dir = tmp_path_factory.mktemp(f"run-{engine}")
+    code, lines = run_ranks(2, train_args(synth_root, run_dir, engine=engine, **RUN))
+    assert code == 0, dump(lines)
+    return engine, run_dir, lines
+
+
+def test_loss_falls_and_run_dir_is_complete(full_run, synth_root):
+    engine, run_dir, lines = full_run
+    starts = events_of(lines, "start")
+    assert sorted(e.rank for e in starts) == [0, 1]
+    assert {e["engine"] for e in starts} == {engine} and {e["world_size"] for e in starts} == {2}
+    epochs = events_of(lines, "epoch", rank=0)
+    assert len(epochs) == RUN["epochs"]
+    assert epochs[-1]["train_loss"] < 0.8 * epochs[0]["train_loss"], [e["train_loss"] for e in epochs]
+    steps = events_of(lines, "step", rank=0)
+    assert steps and all(s["images_per_s"] > 0 for s in steps)
+    assert steps[-1]["step"] == steps[-1]["total_steps"]
+    vals = events_of(lines, "eval", rank=0)
+    assert [e["split"] for e in vals] == ["val"] * RUN["epochs"] + ["test"]
+    for name in ("config.json", "events.jsonl", "metrics.json", "checkpoints/last.pt", "checkpoints/best.pt",
+                 "predictions/test.json"):
+        assert (run_dir / name).is_file(), name
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["status"] == "completed" and metrics["world_size"] == 2
+    test_labels = (synth_root / "test_label.json").read_text().splitlines()
+    preds = [json.loads(x) for x in (run_dir / "predictions" / "test.json").read_text().splitlines()]
+    assert [p["raw_file"] for p in preds] == [json.loads(x)["raw_file"] for x in test_labels]
+    assert all(set(p) == {"raw_file", "lanes", "run_time"} for p in preds)
+    assert metrics["test"]["frames"] == len(test_labels)
+    # rank 0 mirrors its events into events.jsonl
+    kinds = [json.loads(x)["kind"] for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert kinds[0] == "start" and kinds[-1] == "end" and "checkpoint" in kinds
+
+
+def test_parameters_identical_on_all_ranks(full_run):
+    _, _, lines = full_run
+    ends = events_of(lines, "end")
+    assert sorted(e.rank for e in ends) == [0, 1]
+    assert len({e["param_checksum"] for e in ends}) == 1
+    assert len({e["state_checksum"] for e in ends}) == 1  # BN statistics too (averaged before eval)
+
+
+def test_system_events_from_every_rank(full_run):
+    _, _, lines = full_run
+    system = events_of(lines, "system")
+    assert {e.rank for e in system} == {0, 1}
+    assert all(e["rss_mb"] > 0 and "cpu_percent" in e.data for e in system)
+
+
+def test_resume_continues_exactly(full_run, synth_root, tmp_path):
+    engine, _, lines = full_run
+    reference = events_of(lines, "end", rank=0)[0]
+    args = train_args(synth_root, tmp_path, engine=engine, **RUN)
+    code, first = run_ranks(2, args + ["--max-steps", "5"])
+    assert code == 0, dump(first)
+    stopped = events_of(first, "end", rank=0)[0]
+    assert (stopped["status"], stopped["step"]) == ("stopped", 5)
+    code, second = run_ranks(2, args + ["--resume"])
+    assert code == 0, dump(second)
+    start = events_of(second, "start", rank=0)[0]
+    assert start["resumed_from"]["step"] == 5
+    assert start["resumed_from"]["lr"] == pytest.approx(stopped["lr"])
+    first_step = events_of(second, "step", rank=0)[0]
+    assert first_step["step"] == 6
+    end = events_of(second, "end", rank=0)[0]
+    assert end["status"] == "completed"
+    assert (end["step"], end["epoch"]) == (reference["step"], reference["epoch"])
+    assert end["lr"] == pytest.approx(reference["lr"], rel=1e-12)
+    assert end["param_checksum"] == reference["param_checksum"]  # same weights as never stopping
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_crashing_rank_fails_the_run_promptly(engine, synth_root, tmp_path):
+    t0 = time.monotonic()
+    code, lines = run_ranks(2, train_args(synth_root, tmp_path, engine=engine, epochs=50),
+                            extra_env={"LANENB_FAULT_RANK": "1", "LANENB_FAULT_STEP": "2"})
+    elapsed = time.monotonic() - t0
+    assert code != 0, dump(lines)
+    errors = events_of(lines, "error", rank=1)
+    assert errors, dump(lines)
+    err = errors[0]
+    assert err["type"] == "RuntimeError" and "injected fault on rank 1 at step 2" in err["message"]
+    assert "Traceback" in err["traceback"] and "_train_epoch" in err["traceback"]
+    assert not events_of(lines, "end", rank=0) or events_of(lines, "end", rank=0)[0]["status"] == "failed"
+    assert elapsed < 90, f"run took {elapsed:.0f}s to fail"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_cli_ctrl_c_stops_every_rank(sig, synth_root, tmp_path):
+    args = train_args(synth_root, tmp_path, engine="ddp", epochs=200)
+    proc = subprocess.Popen([sys.executable, "-m", "lanenb", "train", "--processes", "2", "--raw", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "LANENB_THREADS": "1"})
+    pids, seen = set(), []
+    for line in proc.stdout:
+        seen.append(line)
+        if '"kind":"start"' in line:
+            pids.add(json.loads(line[line.index("{"):])["pid"])
+        if '"kind":"step"' in line and len(pids) == 2:
+            break
+    else:
+        pytest.fail("no step event:\n" + "".join(seen[-50:]))
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out[-3000:]
+    assert time.monotonic() - t0 < 30
+    assert "all ranks stopped" in out
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_running(pid) for pid in pids):
+        time.sleep(0.2)
+    assert not [pid for pid in pids if _running(pid)], "ranks outlived the launcher"
+
+
+def _running(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -1,0 +1,82 @@
+"""LR schedule, loss, checkpoint atomicity and resume compatibility (single process, fast)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lanenb_trainer import checkpoint as ckpt
+from lanenb_trainer.config import TrainConfig
+from lanenb_trainer.monitor import SystemMonitor
+from lanenb_trainer.train import lr_at, scnn_loss
+
+
+def test_lr_warmup_poly_and_world_scaling():
+    cfg = TrainConfig(lr=0.01, warmup_steps=10, poly_power=0.9)
+    assert lr_at(0, cfg, 1, 100) == pytest.approx(0.001)
+    assert lr_at(9, cfg, 1, 100) == pytest.approx(0.01 * (1 - 0.09) ** 0.9)
+    assert lr_at(9, cfg, 4, 100) == pytest.approx(4 * lr_at(9, cfg, 1, 100))
+    lrs = [lr_at(s, cfg, 2, 100) for s in range(10, 100)]
+    assert all(a > b for a, b in zip(lrs, lrs[1:]))  # poly decay after warm-up
+    assert lr_at(100, cfg, 2, 100) == 0.0
+
+
+def test_loss_weights_background_and_existence():
+    seg = torch.zeros(1, 5, 2, 2)
+    seg[:, 0] = 5.0  # confident background
+    mask = torch.zeros(1, 2, 2, dtype=torch.long)
+    exist = torch.zeros(1, 4)
+    total, s, e = scnn_loss(seg, torch.full((1, 4), -20.0), mask, exist)
+    assert total.item() == pytest.approx(s.item() + 0.1 * e.item())
+    mask[0, 0, 0] = 2  # one lane pixel predicted as background costs more than its share
+    _, s2, _ = scnn_loss(seg, torch.zeros(1, 4), mask, exist)
+    assert s2.item() > s.item()
+
+
+def test_atomic_save_and_compatibility(tmp_path):
+    m = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    state = ckpt.make_state(model=m, optimizer=opt, scaler=None, epoch=1, step_in_epoch=3, global_step=10,
+                            lr=0.05, best=None, config={"batch_size": 4, "backbone": "small"}, world_size=2)
+    path = ckpt.save_atomic(state, tmp_path / "checkpoints" / "last.pt")
+    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]  # no temp file left behind
+    loaded = ckpt.load(path)
+    assert (loaded["epoch"], loaded["step_in_epoch"], loaded["global_step"], loaded["lr"]) == (1, 3, 10, 0.05)
+    ckpt.check_compatible(loaded, batch_size=4, world_size=2, backbone="small")
+    with pytest.raises(ValueError, match=r"world size 2 \(now 3\), batch size 4 \(now 8\)"):
+        ckpt.check_compatible(loaded, batch_size=8, world_size=3, backbone="small")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(Exception):
+        ckpt.load(tmp_path / "junk.pt")
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        ckpt.load(tmp_path / "missing.pt")
+
+
+def test_system_monitor_reads_cpu_and_rss():
+    seen = []
+    mon = SystemMonitor(lambda kind, rank, **f: seen.append((kind, rank, f)), 3, interval=0.05).start()
+    import time
+
+    deadline = time.time() + 5
+    while not seen and time.time() < deadline:
+        time.sleep(0.05)
+    mon.stop()
+    kind, rank, fields = seen[0]
+    assert (kind, rank) == ("system", 3)
+    assert fields["rss_mb"] > 10 and "cpu_percent" in fields and "gpu_util" not in fields
+
+
+def test_event_lines_fit_one_mpi_chunk(tmp_path, capsys):
+    """Open MPI re-tags output every 4 KiB: a long traceback must not split an event line."""
+    from lanenb_trainer.events import parse_line
+    from lanenb_trainer.train import MAX_EVENT_CHARS, EventLog
+
+    log = EventLog(0, tmp_path / "events.jsonl")
+    tb = "".join(f'  File "x.py", line {i}, in f\n' for i in range(500)) + "RuntimeError: the real cause"
+    log("error", type="RuntimeError", message="m" * 5000, traceback=tb)
+    log.close()
+    line = capsys.readouterr().out.strip()
+    assert len(line) <= MAX_EVENT_CHARS
+    ev = parse_line(line)
+    assert ev.kind == "error" and ev["traceback"].endswith("RuntimeError: the real cause")
+    assert (tmp_path / "events.jsonl").read_text().startswith('{"v":1')

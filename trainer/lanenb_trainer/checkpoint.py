@@ -1,0 +1,87 @@
+"""Checkpoints that make ``--resume`` continue exactly where a run stopped.
+
+A checkpoint holds everything the loop's position depends on: model and optimizer state,
+the AMP scaler, epoch, steps already taken in that epoch (the sampler skips them on
+resume), the global step (which fixes the LR schedule) and the best metrics so far.
+Writes go to a temp file in the same directory followed by ``os.replace``, so a crash
+mid-write never leaves a truncated ``last.pt`` behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+FORMAT_VERSION = 1
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The bare model inside DistributedDataParallel (its state_dict keys have no ``module.``)."""
+    return getattr(model, "module", model)
+
+
+def save_atomic(obj: Any, path: str | os.PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, global_step: int,
+               lr: float, best: dict | None, config: dict, world_size: int,
+               rng_states: list | None = None) -> dict[str, Any]:
+    return {
+        "format": FORMAT_VERSION,
+        "model": unwrap(model).state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scaler": scaler.state_dict() if scaler is not None else None,
+        "epoch": epoch,
+        "step_in_epoch": step_in_epoch,
+        "global_step": global_step,
+        "lr": lr,
+        "best": best,
+        "config": config,
+        "world_size": world_size,
+        "rng_states": rng_states,  # torch RNG of every rank, in rank order
+    }
+
+
+def load(path: str | os.PathLike) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{path} is not a lanenb checkpoint (format {FORMAT_VERSION})")
+    return state
+
+
+def check_compatible(state: dict[str, Any], *, batch_size: int, world_size: int, backbone: str) -> None:
+    """The sampler position only means the same thing with the same world size and batch size."""
+    cfg = state.get("config", {})
+    problems = []
+    if state.get("world_size") != world_size:
+        problems.append(f"world size {state.get('world_size')} (now {world_size})")
+    if cfg.get("batch_size") != batch_size:
+        problems.append(f"batch size {cfg.get('batch_size')} (now {batch_size})")
+    if cfg.get("backbone") != backbone:
+        problems.append(f"backbone {cfg.get('backbone')!r} (now {backbone!r})")
+    if problems:
+        raise ValueError("--resume: the checkpoint was written with " + ", ".join(problems)
+                         + "; resume with the same settings or start a new run directory")

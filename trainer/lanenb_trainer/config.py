@@ -1,0 +1,249 @@
+"""Training configuration: CLI flags with the RUN:AI guide's environment variables as defaults.
+
+Users of the RUN:AI guide pass ``-e BATCH_SIZE=33 -e USE_VAL="false" ...`` to their jobs; the
+same variables keep working here, and a flag on the command line wins over the variable.
+Everything is validated in :func:`parse_config` so a bad value fails before any rank starts
+work (the local launcher calls it too, before ``mpirun``), with a message naming the value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+ENGINES = ("auto", "horovod", "ddp")
+BACKBONES = ("small", "vgg16", "resnet18", "resnet34")
+
+# RUN:AI guide variable -> TrainConfig field
+ENV_DEFAULTS = {
+    "BATCH_SIZE": "batch_size",
+    "USE_WORKERS": "use_workers",
+    "NUM_WORKERS": "num_workers",
+    "USE_VAL": "use_val",
+    "VAL_BATCH_SIZE": "val_batch_size",
+    "ENABLE_SNAPSHOT": "enable_snapshot",
+    "PVC_NAME": "pvc_name",
+}
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the flag or variable and the value."""
+
+
+@dataclass
+class TrainConfig:
+    data: str = ""
+    run_dir: str = ""
+    epochs: int = 10
+    batch_size: int = 8  # per rank
+    engine: str = "auto"
+    backbone: str = "small"
+    lr: float = 0.01  # per rank; scaled linearly by the world size
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    warmup_steps: int = 50
+    poly_power: float = 0.9
+    img_height: int = 288
+    img_width: int = 800
+    num_workers: int = 2
+    use_workers: bool = False
+    use_val: bool = True
+    val_batch_size: int = 8
+    val_fraction: float = 0.1
+    augment: bool = True
+    max_steps: int = 0  # 0 = no limit
+    resume: bool = False
+    seed: int = 0
+    weights: str | None = None
+    log_every: int = 10
+    system_interval: float = 2.0
+    amp: bool = True  # only takes effect on GPU
+    enable_snapshot: bool = False
+    pvc_name: str | None = None
+    collective_timeout: float = 600.0  # seconds before a hung collective fails the run
+
+    @property
+    def loader_workers(self) -> int:
+        """DataLoader worker processes: NUM_WORKERS only counts when USE_WORKERS is on."""
+        return self.num_workers if self.use_workers else 0
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return (self.img_height, self.img_width)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def to_argv(self) -> list[str]:
+        """Flags that reproduce this config (every value explicit, so rank env vars cannot change it)."""
+        argv: list[str] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                if f.name in _BOOL_NEGATABLE:
+                    argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
+                elif value:
+                    argv.append(flag)
+            elif value is None:
+                continue
+            else:
+                argv += [flag, str(value)]
+        return argv
+
+    def validate(self) -> "TrainConfig":
+        _validate(self)
+        return self
+
+
+_BOOL_NEGATABLE = ("use_workers", "use_val", "augment", "amp", "enable_snapshot")
+
+
+def parse_bool(value: str, name: str) -> bool:
+    v = value.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ConfigError(f'{name}={value!r} is not a boolean: use "true" or "false"')
+
+
+def _env_value(env: Mapping[str, str], var: str, field_type: type) -> Any:
+    raw = env[var]
+    if field_type is bool:
+        return parse_bool(raw, f"environment variable {var}")
+    if field_type is int:
+        try:
+            return int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"environment variable {var}={raw!r} is not an integer") from None
+    return raw
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Trainer flags, shared by ``python -m lanenb_trainer`` and ``lanenb train``.
+
+    Defaults are ``None`` so :func:`config_from_args` can tell "not given" (use the env var,
+    then the built-in default) from an explicit value.
+    """
+    d = TrainConfig()
+    g = parser.add_argument_group("training")
+    g.add_argument("--data", help="TuSimple-layout dataset root (clips/ + label JSON files)")
+    g.add_argument("--run-dir", help="output directory written by rank 0")
+    g.add_argument("--epochs", type=int, help=f"epochs (default {d.epochs})")
+    g.add_argument("--batch-size", type=int, help=f"per-rank batch size (env BATCH_SIZE, default {d.batch_size})")
+    g.add_argument("--engine", help=f"{'|'.join(ENGINES)} (default auto: horovod when importable)")
+    g.add_argument("--backbone", help=f"{'|'.join(BACKBONES)} (default {d.backbone})")
+    g.add_argument("--lr", type=float, help=f"per-rank learning rate, scaled by world size (default {d.lr})")
+    g.add_argument("--momentum", type=float, help=f"SGD momentum (default {d.momentum})")
+    g.add_argument("--weight-decay", type=float, help=f"(default {d.weight_decay})")
+    g.add_argument("--warmup-steps", type=int, help=f"linear LR warm-up steps (default {d.warmup_steps})")
+    g.add_argument("--poly-power", type=float, help=f"poly LR decay power (default {d.poly_power})")
+    g.add_argument("--img-height", type=int, help=f"network input height, multiple of 8 (default {d.img_height})")
+    g.add_argument("--img-width", type=int, help=f"network input width, multiple of 8 (default {d.img_width})")
+    g.add_argument("--num-workers", type=int, help=f"loader workers when --use-workers (env NUM_WORKERS, default {d.num_workers})")
+    g.add_argument("--val-batch-size", type=int, help=f"(env VAL_BATCH_SIZE, default {d.val_batch_size})")
+    g.add_argument("--val-fraction", type=float, help=f"share of train labels held out for validation (default {d.val_fraction})")
+    g.add_argument("--max-steps", type=int, help="stop after this many global steps (0 = no limit)")
+    g.add_argument("--resume", action="store_true", default=None, help="continue from RUN_DIR/checkpoints/last.pt")
+    g.add_argument("--seed", type=int, help=f"(default {d.seed})")
+    g.add_argument("--weights", help="local weights file for the model (nothing is downloaded)")
+    g.add_argument("--log-every", type=int, help=f"emit a step event every N steps (default {d.log_every})")
+    g.add_argument("--system-interval", type=float, help=f"seconds between system events (default {d.system_interval})")
+    g.add_argument("--collective-timeout", type=float, help=f"seconds before a hung collective fails the run (default {d.collective_timeout:g})")
+    g.add_argument("--pvc-name", help="PVC to snapshot at the end (env PVC_NAME)")
+    for name in _BOOL_NEGATABLE:
+        flag = name.replace("_", "-")
+        env = next((k for k, v in ENV_DEFAULTS.items() if v == name), None)
+        hint = f" (env {env})" if env else ""
+        g.add_argument(f"--{flag}", dest=name, action="store_true", default=None, help=f"--{flag} / --no-{flag}{hint}")
+        g.add_argument(f"--no-{flag}", dest=name, action="store_false", default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def config_from_args(ns: argparse.Namespace, env: Mapping[str, str] | None = None) -> TrainConfig:
+    """Resolve flags > RUN:AI env vars > defaults, then validate."""
+    env = os.environ if env is None else env
+    cfg = TrainConfig()
+    types = {f.name: f.type for f in fields(TrainConfig)}
+    for var, name in ENV_DEFAULTS.items():
+        if var in env and env[var].strip() != "":
+            ftype = {"bool": bool, "int": int}.get(str(types[name]), str)
+            setattr(cfg, name, _env_value(env, var, ftype))
+    for f in fields(TrainConfig):
+        value = getattr(ns, f.name, None)
+        if value is not None:
+            setattr(cfg, f.name, value)
+    return cfg.validate()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lanenb_trainer",
+        description="Train SCNN lane detection on one MPI rank (run under mpirun / an MPIJob).",
+    )
+    return add_train_arguments(parser)
+
+
+def parse_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> TrainConfig:
+    return config_from_args(build_parser().parse_args(argv), env)
+
+
+def _validate(c: TrainConfig) -> None:
+    if not c.data:
+        raise ConfigError("--data is required: the TuSimple-layout dataset root")
+    data = Path(c.data)
+    if not data.is_dir():
+        raise ConfigError(f"--data {c.data!r}: no such directory")
+    if not c.run_dir:
+        raise ConfigError("--run-dir is required: where rank 0 writes checkpoints, predictions and metrics")
+    if Path(c.run_dir).exists() and not Path(c.run_dir).is_dir():
+        raise ConfigError(f"--run-dir {c.run_dir!r} exists and is not a directory")
+    if c.engine not in ENGINES:
+        raise ConfigError(f"--engine {c.engine!r} is not one of {', '.join(ENGINES)}")
+    if c.backbone not in BACKBONES:
+        raise ConfigError(f"--backbone {c.backbone!r} is not one of {', '.join(BACKBONES)}")
+    for name, minimum in (("epochs", 1), ("batch_size", 1), ("val_batch_size", 1), ("num_workers", 0),
+                          ("warmup_steps", 0), ("max_steps", 0), ("log_every", 1)):
+        value = getattr(c, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            env = next((k for k, v in ENV_DEFAULTS.items() if v == name), None)
+            src = f" (or env {env})" if env else ""
+            raise ConfigError(f"--{name.replace('_', '-')}{src} must be an integer >= {minimum}, got {value!r}")
+    for name in ("img_height", "img_width"):
+        value = getattr(c, name)
+        if value < 32 or value % 8:
+            raise ConfigError(f"--{name.replace('_', '-')} must be a multiple of 8 and >= 32 (SCNN works at stride 8), got {value}")
+    if not c.lr > 0:
+        raise ConfigError(f"--lr must be > 0, got {c.lr}")
+    if not 0 <= c.momentum < 1:
+        raise ConfigError(f"--momentum must be in [0, 1), got {c.momentum}")
+    if c.weight_decay < 0:
+        raise ConfigError(f"--weight-decay must be >= 0, got {c.weight_decay}")
+    if c.poly_power < 0:
+        raise ConfigError(f"--poly-power must be >= 0, got {c.poly_power}")
+    if not 0 <= c.val_fraction < 1:
+        raise ConfigError(f"--val-fraction must be in [0, 1), got {c.val_fraction}")
+    if c.use_val and c.val_fraction == 0:
+        raise ConfigError("--use-val (or env USE_VAL=true) needs --val-fraction > 0")
+    if c.system_interval <= 0:
+        raise ConfigError(f"--system-interval must be > 0 seconds, got {c.system_interval}")
+    if c.collective_timeout <= 0:
+        raise ConfigError(f"--collective-timeout must be > 0 seconds, got {c.collective_timeout}")
+    if c.weights and not Path(c.weights).is_file():
+        raise ConfigError(f"--weights {c.weights!r}: no such file")
+    if c.enable_snapshot and not c.pvc_name:
+        raise ConfigError("--enable-snapshot (or env ENABLE_SNAPSHOT=true) needs --pvc-name (or env PVC_NAME)")
+    if c.resume and not (Path(c.run_dir) / "checkpoints" / "last.pt").is_file():
+        raise ConfigError(f"--resume: no checkpoint at {Path(c.run_dir) / 'checkpoints' / 'last.pt'}")

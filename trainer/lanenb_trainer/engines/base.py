@@ -1,0 +1,111 @@
+"""The engine interface the training loop talks to, independent of Horovod or torch.distributed."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+
+
+class EngineError(RuntimeError):
+    """The distributed environment is missing or inconsistent."""
+
+
+class Engine(ABC):
+    """One rank's view of the distributed world.
+
+    Life cycle: ``init()`` → ``prepare(model, optimizer)`` → per step ``backward_step(...)`` →
+    ``shutdown()``. Collectives used outside the step (metric reduction, gathering
+    predictions) go through :meth:`allreduce_sum` and :meth:`gather_objects` so the loop
+    never touches the backend directly.
+    """
+
+    name = "base"
+
+    def __init__(self, *, collective_timeout: float = 600.0) -> None:
+        self.collective_timeout = collective_timeout
+        self.rank = 0
+        self.world_size = 1
+        self.local_rank = 0
+        self.local_size = 1
+        self.device = torch.device("cpu")
+
+    # -- set-up ---------------------------------------------------------------------------
+    @abstractmethod
+    def init(self) -> "Engine":
+        """Join the world; sets rank, world_size, local_rank, local_size and device."""
+
+    def _pick_device(self) -> None:
+        """One GPU per rank, chosen by local rank; otherwise CPU with a fair share of cores."""
+        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+            index = self.local_rank % torch.cuda.device_count()
+            torch.cuda.set_device(index)
+            self.device = torch.device("cuda", index)
+        else:
+            self.device = torch.device("cpu")
+        torch.set_num_threads(threads_per_rank(self.local_size))
+
+    @abstractmethod
+    def prepare(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """Wrap model/optimizer for gradient exchange and make every rank start from rank 0's state."""
+
+    # -- per step -------------------------------------------------------------------------
+    def backward_step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer,
+                      scaler: "torch.amp.GradScaler | None" = None) -> None:
+        """Backward, gradient exchange and optimizer step (AMP-aware)."""
+        optimizer.zero_grad(set_to_none=True)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+
+    # -- collectives ----------------------------------------------------------------------
+    @abstractmethod
+    def allreduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Sum across ranks (returns a new tensor on the same device)."""
+
+    @abstractmethod
+    def gather_objects(self, obj: Any) -> list[Any]:
+        """Every rank's picklable object, in rank order, on every rank."""
+
+    @abstractmethod
+    def allreduce_gradients(self, params: list[torch.Tensor]) -> None:
+        """Average the ``.grad`` of ``params`` in place (used by bench/scaling.py to time the exchange)."""
+
+    def barrier(self) -> None:
+        self.allreduce_sum(torch.zeros(1, device=self.device))
+
+    def no_sync(self, model: torch.nn.Module):
+        """Context in which backward does not exchange gradients (bench timing only)."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def shutdown(self) -> None:
+        pass
+
+    @property
+    def is_primary(self) -> bool:
+        return self.rank == 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": self.name, "rank": self.rank, "world_size": self.world_size,
+                "local_rank": self.local_rank, "local_size": self.local_size,
+                "device": str(self.device), "threads": torch.get_num_threads()}
+
+
+def threads_per_rank(local_size: int) -> int:
+    """Cores divided among the ranks on this host, at least one (respects CPU affinity)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    override = os.environ.get("LANENB_THREADS")
+    if override:
+        return max(1, int(override))
+    return max(1, cores // max(1, local_size))

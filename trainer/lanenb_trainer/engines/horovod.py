@@ -1,0 +1,82 @@
+"""Horovod engine, as in the RUN:AI guide: ``hvd.init``, ``DistributedOptimizer``, broadcasts.
+
+Ranks come from Horovod itself (it reads the MPI or Gloo environment), so the same code
+runs under ``mpirun`` locally and under the MPI Operator's launcher in a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lanenb_trainer.engines.base import Engine
+
+
+class HorovodEngine(Engine):
+    name = "horovod"
+
+    def init(self) -> "HorovodEngine":
+        import horovod.torch as hvd
+
+        self.hvd = hvd
+        hvd.init()
+        self.rank, self.world_size = hvd.rank(), hvd.size()
+        self.local_rank, self.local_size = hvd.local_rank(), hvd.local_size()
+        self._pick_device()
+        return self
+
+    def prepare(self, model, optimizer):
+        hvd = self.hvd
+        model.to(self.device)
+        # DistributedOptimizer builds a new optimizer from the param groups and drops the
+        # state (momentum restored by --resume), so carry the state over explicitly.
+        state = optimizer.state_dict()
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                             op=hvd.Average)
+        optimizer.load_state_dict(state)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+        return model, optimizer
+
+    def backward_step(self, loss, optimizer, scaler=None) -> None:
+        optimizer.zero_grad()  # Horovod's wrapper takes no set_to_none
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+            return
+        # AMP with Horovod: finish the allreduce before the scaler inspects/unscales grads.
+        scaler.scale(loss).backward()
+        optimizer.synchronize()
+        with optimizer.skip_synchronize():
+            scaler.step(optimizer)
+        scaler.update()
+
+    def allreduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.world_size == 1:
+            return tensor.detach().clone()
+        return self.hvd.allreduce(tensor.detach(), op=self.hvd.Sum)
+
+    def gather_objects(self, obj: Any) -> list[Any]:
+        if self.world_size == 1:
+            return [obj]
+        return list(self.hvd.allgather_object(obj))
+
+    def allreduce_gradients(self, params) -> None:
+        if self.world_size == 1:
+            return
+        grads = [p.grad for p in params if p.grad is not None]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        flat = self.hvd.allreduce(flat, op=self.hvd.Average)
+        offset = 0
+        for g in grads:
+            n = g.numel()
+            g.copy_(flat[offset:offset + n].view_as(g))
+            offset += n
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            self.hvd.barrier()
+
+    def shutdown(self) -> None:
+        self.hvd.shutdown()

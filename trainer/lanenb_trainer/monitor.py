@@ -1,0 +1,88 @@
+"""Per-rank ``system`` events every few seconds: what the RUN:AI dashboard showed, in the stream.
+
+CPU and resident memory come from psutil on every rank; GPU utilisation, memory and
+temperature come from NVML (``nvidia-ml-py``) when the rank runs on a GPU. A daemon thread
+so a crashed rank never waits for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import psutil
+
+
+class SystemMonitor:
+    def __init__(self, emit: Callable[..., None], rank: int, *, interval: float = 2.0,
+                 gpu_index: int | None = None) -> None:
+        self._emit = emit
+        self.rank = rank
+        self.interval = interval
+        self.gpu_index = gpu_index
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._proc = psutil.Process()
+        self._nvml = None
+        self._gpu = None
+
+    def _init_nvml(self) -> None:
+        if self.gpu_index is None:
+            return
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._gpu = pynvml.nvmlDeviceGetHandleByIndex(self.gpu_index)
+            self._nvml = pynvml
+        except Exception:  # noqa: BLE001 - no driver: CPU/RSS only
+            self._nvml = None
+
+    def sample(self) -> dict[str, Any]:
+        """One reading (also used directly by tests)."""
+        with self._proc.oneshot():
+            fields: dict[str, Any] = {
+                "cpu_percent": self._proc.cpu_percent(None),
+                "rss_mb": round(self._proc.memory_info().rss / 2**20, 1),
+                "threads": self._proc.num_threads(),
+            }
+        fields["host_cpu_percent"] = psutil.cpu_percent(None)
+        if self._nvml is not None:
+            nv = self._nvml
+            try:
+                util = nv.nvmlDeviceGetUtilizationRates(self._gpu)
+                mem = nv.nvmlDeviceGetMemoryInfo(self._gpu)
+                fields.update(
+                    gpu_util=util.gpu,
+                    gpu_mem_mb=round(mem.used / 2**20, 1),
+                    gpu_mem_total_mb=round(mem.total / 2**20, 1),
+                    gpu_temp_c=nv.nvmlDeviceGetTemperature(self._gpu, nv.NVML_TEMPERATURE_GPU),
+                )
+            except Exception:  # noqa: BLE001
+                pass
+        return fields
+
+    def _run(self) -> None:
+        self._init_nvml()
+        self._proc.cpu_percent(None)  # prime: the first reading is always 0
+        psutil.cpu_percent(None)
+        while not self._stop.wait(self.interval):
+            try:
+                self._emit("system", self.rank, **self.sample())
+            except Exception:  # noqa: BLE001 - monitoring must never kill training
+                pass
+
+    def start(self) -> "SystemMonitor":
+        self._thread = threading.Thread(target=self._run, name="lanenb-system-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 1)
+        if self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001
+                pass
