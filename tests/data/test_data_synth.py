@@ -90,3 +90,20 @@ def test_bad_synth_arguments(tmp_path, kwargs, message):
     with pytest.raises(ValueError) as info:
         synthesize(tmp_path / "d", progress=False, **kwargs)
     assert str(info.value) == message
+
+
+def test_every_lane_of_a_four_lane_scene_gets_an_scnn_slot():
+    """SCNN has two slots per side: a synthetic frame must not hold a lane no model can learn."""
+    from lanenb_trainer.data.masks import assign_slots
+
+    hs = synth_h_samples(720)
+    dropped = 0
+    for i in range(200):
+        lanes = _labels(_scene(np.random.default_rng([3, i]), 1280, 720), 1280, hs)
+        slots = assign_slots(lanes, hs, 1280, 720)
+        missing = sum(s < 0 for s in slots)
+        if len(lanes) <= 4:
+            dropped += missing
+        else:  # five lines: at most one beyond the slots, forgiven by the >4-lane rule
+            assert missing <= 1, (i, slots)
+    assert dropped == 0

@@ -219,3 +219,33 @@ def test_decoders_agree(real_root, monkeypatch):
     monkeypatch.setattr(tus, "_simplejpeg", None)
     b = ds[1]["image"]
     assert (a - b).abs().max() < 0.1
+
+
+def test_uint8_output_normalises_to_the_float_output(synth_root):
+    """The trainer's uint8 path plus normalize_images must give what the float path gives."""
+    from lanenb_trainer.data.augment import normalize_images
+
+    kw = dict(size=(144, 400), augment=True, seed=5, val_fraction=0.0)
+    ds_u8 = TuSimpleDataset(synth_root, "train", normalize=False, **kw)
+    ds_f = TuSimpleDataset(synth_root, "train", **kw)
+    for i in range(3):
+        a, b = ds_u8[(1, i)], ds_f[(1, i)]
+        assert a["image"].dtype == torch.uint8 and a["image"].shape == (3, 144, 400)
+        assert a["mask"].dtype == torch.uint8 and torch.equal(a["mask"].long(), b["mask"])
+        assert torch.equal(a["exist"], b["exist"])
+        mean = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1) * 255
+        std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1) * 255
+        pix = b["image"] * std + mean            # the float path's jittered pixel values
+        inside = (pix > 0.5) & (pix < 254.5)
+        norm = normalize_images(a["image"][None])[0]
+        # uint8 rounds after the jitter (within one grey level) and saturates out-of-range values
+        assert inside.float().mean() > 0.5
+        assert ((norm - b["image"]).abs() * std)[inside].max() <= 1.0
+        assert (a["image"][pix >= 255] == 255).all() and (a["image"][pix <= 0] == 0).all()
+
+
+def test_normalize_images_refuses_float_batches():
+    from lanenb_trainer.data.augment import normalize_images
+
+    with pytest.raises(TypeError, match="expects a uint8 batch, got torch.float32"):
+        normalize_images(torch.zeros(1, 3, 8, 8))

@@ -28,6 +28,7 @@ from lanenb_trainer import events
 from lanenb_trainer.config import ConfigError, TrainConfig, parse_config
 from lanenb_trainer.engines import Engine, get_engine
 from lanenb_trainer.monitor import SystemMonitor
+from lanenb_trainer.data.augment import normalize_images
 
 BACKGROUND_WEIGHT = 0.4
 EXIST_WEIGHT = 0.1
@@ -169,12 +170,15 @@ class Trainer:
 
         cfg = self.cfg
         vf = cfg.val_fraction if cfg.use_val else 0.0
+        # normalize=False: workers ship uint8 frames/masks, _to_device normalises per batch
         self.train_ds = TuSimpleDataset(cfg.data, "train", size=cfg.image_size, augment=cfg.augment,
-                                        seed=cfg.seed, val_fraction=vf)
+                                        seed=cfg.seed, val_fraction=vf, normalize=False)
         self.val_ds = (TuSimpleDataset(cfg.data, "val", size=cfg.image_size, augment=False,
-                                       seed=cfg.seed, val_fraction=vf) if cfg.use_val else None)
+                                       seed=cfg.seed, val_fraction=vf, normalize=False)
+                       if cfg.use_val else None)
         try:
-            self.test_ds = TuSimpleDataset(cfg.data, "test", size=cfg.image_size, augment=False, seed=cfg.seed)
+            self.test_ds = TuSimpleDataset(cfg.data, "test", size=cfg.image_size, augment=False,
+                                           seed=cfg.seed, normalize=False)
         except ValueError as exc:  # no test_label.json: train anyway, say why there is no test score
             self.test_ds = None
             if self.primary:
@@ -223,6 +227,13 @@ class Trainer:
         self.steps_per_epoch = len(self.train_loader)
         self.total_steps = self.steps_per_epoch * cfg.epochs
 
+    def _to_device(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """uint8 images/masks from the loader -> normalised float images, long masks, on device."""
+        dev = self.engine.device
+        images = normalize_images(batch["image"].to(dev, non_blocking=True))
+        mask = batch["mask"].to(dev, non_blocking=True).long()
+        return images, mask, batch["exist"].to(dev, non_blocking=True)
+
     # -- evaluation -----------------------------------------------------------------------
     @torch.no_grad()
     def _predict(self, ds) -> tuple[list[tuple[int, dict]], float, int]:
@@ -241,10 +252,10 @@ class Trainer:
         try:
             for batch in loader:
                 t = time.perf_counter()
-                images = batch["image"].to(dev, non_blocking=True)
+                images, mask, exist_t = self._to_device(batch)
                 with torch.autocast(device_type=dev.type, enabled=self.use_amp):
                     seg, ex = self.model(images)
-                loss, _, _ = scnn_loss(seg, ex, batch["mask"].to(dev), batch["exist"].to(dev))
+                loss, _, _ = scnn_loss(seg, ex, mask, exist_t)
                 n = images.shape[0]
                 loss_sum += float(loss) * n
                 count += n
@@ -348,9 +359,7 @@ class Trainer:
             self.lr = lr_at(self.global_step, cfg, eng.world_size, self.total_steps)
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr
-            images = batch["image"].to(dev, non_blocking=True)
-            mask = batch["mask"].to(dev, non_blocking=True)
-            exist = batch["exist"].to(dev, non_blocking=True)
+            images, mask, exist = self._to_device(batch)
             with torch.autocast(device_type=dev.type, enabled=self.use_amp):
                 seg, ex = self.model(images)
             loss, seg_l, ex_l = scnn_loss(seg, ex, mask, exist)

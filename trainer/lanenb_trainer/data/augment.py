@@ -28,6 +28,8 @@ __all__ = [
     "colour_matrix",
     "apply_affine",
     "apply_colour",
+    "apply_colour_uint8",
+    "normalize_images",
     "frame_rng",
 ]
 
@@ -117,8 +119,10 @@ def apply_affine(m: np.ndarray, pts: np.ndarray) -> np.ndarray:
 
 def colour_matrix(params: AugmentParams | None = None,
                   mean: tuple[float, float, float] = IMAGENET_MEAN,
-                  std: tuple[float, float, float] = IMAGENET_STD) -> np.ndarray:
-    """3x4 float32 matrix: BGR uint8 values -> jittered, normalised RGB (for cv2.transform)."""
+                  std: tuple[float, float, float] = IMAGENET_STD, *,
+                  normalise: bool = True) -> np.ndarray:
+    """3x4 float32 matrix: BGR uint8 values -> jittered RGB, ImageNet-normalised unless
+    ``normalise=False`` (then in 0..255 pixel units, for the uint8 path)."""
     lin = np.eye(3)
     off = np.zeros(3)
     if params is not None:
@@ -126,6 +130,8 @@ def colour_matrix(params: AugmentParams | None = None,
         lin = params.contrast * sat * params.brightness
         off = np.full(3, 128.0 * (1 - params.contrast))
     lin, off = lin[::-1], off[::-1]  # output rows in RGB order
+    if not normalise:
+        return np.concatenate([lin, off[:, None]], axis=1).astype(np.float32)
     mean_a, std_a = np.asarray(mean), np.asarray(std)
     lin = lin / (255.0 * std_a[:, None])
     off = (off / 255.0 - mean_a) / std_a
@@ -144,3 +150,28 @@ def apply_colour(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
     mat = torch.from_numpy(np.ascontiguousarray(matrix[:, :3]))
     off = torch.from_numpy(np.ascontiguousarray(matrix[:, 3:]))
     return torch.addmm(off, mat, pix.T).view(3, h, w)
+
+
+def apply_colour_uint8(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
+    """uint8 HxWx3 BGR -> uint8 3xHxW RGB, jitter applied (saturating), in one ``cv2.transform``.
+
+    Loader workers ship uint8: a quarter of the bytes of float32 and no per-pixel float work on
+    the CPU; :func:`normalize_images` finishes the job once per batch, on the model's device.
+    """
+    import cv2
+    import torch
+
+    rgb = cv2.transform(bgr, matrix)
+    return torch.from_numpy(rgb).permute(2, 0, 1)
+
+
+def normalize_images(images: "torch.Tensor", mean: tuple[float, float, float] = IMAGENET_MEAN,
+                     std: tuple[float, float, float] = IMAGENET_STD) -> "torch.Tensor":
+    """uint8 [N,3,H,W] RGB batch -> ImageNet-normalised float32, on the batch's device."""
+    import torch
+
+    if images.dtype != torch.uint8:
+        raise TypeError(f"normalize_images expects a uint8 batch, got {images.dtype}")
+    m = torch.tensor(mean, dtype=torch.float32, device=images.device).view(1, 3, 1, 1) * 255.0
+    s = torch.tensor(std, dtype=torch.float32, device=images.device).view(1, 3, 1, 1) * 255.0
+    return (images.float() - m) / s

@@ -55,7 +55,11 @@ class _Line:
 def _scene(rng: np.random.Generator, width: int, height: int) -> dict[str, Any]:
     n = int(rng.choice([2, 3, 4, 5], p=[0.15, 0.3, 0.4, 0.15]))
     lane_w = float(rng.uniform(3.3, 3.9))
-    ego = int(rng.integers(0, n - 1))
+    # The camera sits in a lane with at most two lines on each side (TuSimple's usual view):
+    # SCNN has two slots per side, so a third line on one side could never be learnt.
+    # Five lines put three on one side, which the >4-lane evaluation rule forgives.
+    lo, hi = (1, 2) if n == 5 else (max(0, n - 3), min(1, n - 2))
+    ego = int(rng.integers(lo, hi + 1))
     off = float(rng.uniform(-0.5, 0.5))
     lines = []
     for k in range(n):

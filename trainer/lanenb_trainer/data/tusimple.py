@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from .augment import (AugmentConfig, affine_matrix, apply_affine, apply_colour, colour_matrix,
-                      frame_rng, sample_params)
+from .augment import (AugmentConfig, affine_matrix, apply_affine, apply_colour, apply_colour_uint8,
+                      colour_matrix, frame_rng, sample_params)
 from .labels import LabelError, LaneRecord, Problem, load_image
 from .masks import (assign_slots, default_thickness, existence_from_points, lane_runs, mirror_slots,
                     render_mask)
@@ -79,6 +79,10 @@ class TuSimpleDataset(Dataset):
     then upsamples by at most that factor: 1.25 decodes 1280x720 frames at 640x360 for a
     288x800 input, about 2x faster per frame for slightly softer images. The default 1.0
     never decodes below the output resolution.
+
+    ``normalize=False`` returns the image as uint8 RGB and the mask as uint8: the training
+    loop uses it so workers move a quarter of the bytes and skip all per-pixel float work;
+    it then calls :func:`~lanenb_trainer.data.augment.normalize_images` on the device.
     """
 
     def __init__(
@@ -94,12 +98,14 @@ class TuSimpleDataset(Dataset):
         augment_config: AugmentConfig | None = None,
         thickness: int | None = None,
         max_upscale: float = 1.0,
+        normalize: bool = True,
     ) -> None:
         if (len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size)):
             raise ValueError(f"size must be (height, width) positive integers; got {size!r}")
         if not 1.0 <= max_upscale <= 2.0:
             raise ValueError(f"max_upscale must be in [1, 2]; got {max_upscale}")
         self.max_upscale = float(max_upscale)
+        self.normalize = bool(normalize)
         self.root = Path(root)
         self.split = split
         self.size = (int(size[0]), int(size[1]))
@@ -189,7 +195,10 @@ class TuSimpleDataset(Dataset):
             m_img = (np.vstack([m, [0, 0, 1]]) @ to_src)[:2]
             warped = cv2.warpAffine(img, m_img, (ow, oh), flags=cv2.INTER_LINEAR,
                                     borderMode=cv2.BORDER_CONSTANT)
-        image = apply_colour(warped, colour_matrix(params))
+        if self.normalize:
+            image = apply_colour(warped, colour_matrix(params))
+        else:
+            image = apply_colour_uint8(warped, colour_matrix(params, normalise=False))
 
         slots = assign_slots(rec.lanes, rec.h_samples, w, h)
         if params is not None and params.flip:
@@ -199,7 +208,7 @@ class TuSimpleDataset(Dataset):
         mask = render_mask(runs, oh, ow, self.thickness)
         return {
             "image": image,
-            "mask": torch.from_numpy(mask).long(),
+            "mask": torch.from_numpy(mask).long() if self.normalize else torch.from_numpy(mask),
             "exist": torch.from_numpy(existence_from_points(runs, oh, ow, self.thickness)),
             "index": i,
         }
