@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+from lanenb_trainer.atomic import write_bytes
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -85,10 +85,6 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if not ok:  # pragma: no cover
         print("lanenb data preview: error: PNG encoding failed", file=sys.stderr)
         return 2
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(buf.tobytes())
-    os.replace(tmp, out)
+    write_bytes(out, buf.tobytes())
     print(f"wrote {out} ({grid.shape[1]}x{grid.shape[0]})", file=sys.stderr)
     return 0

@@ -10,11 +10,12 @@ mid-write never leaves a truncated ``last.pt`` behind.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from lanenb_trainer.atomic import atomic_open
 
 FORMAT_VERSION = 1
 
@@ -25,22 +26,9 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def save_atomic(obj: Any, path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    with atomic_open(path, "wb") as f:
+        torch.save(obj, f)
+    return Path(path)
 
 
 def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, global_step: int,

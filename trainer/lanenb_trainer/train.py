@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Subset
 
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer import events
+from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import ConfigError, TrainConfig, parse_config
 from lanenb_trainer.engines import Engine, get_engine
 from lanenb_trainer.monitor import SystemMonitor
@@ -411,7 +412,7 @@ class Trainer:
         if self.monitor is not None:
             self.monitor.start()
         if self.primary and not cfg.resume:
-            _write_json_atomic(self.run_dir / "config.json", {
+            write_json(self.run_dir / "config.json", {
                 **cfg.to_dict(), "world_size": self.engine.world_size, "engine": self.engine.name,
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps})
         self.model.train()
@@ -455,7 +456,7 @@ class Trainer:
                        "status": self.status, "test": test, "best": self.best, "epochs": self.epoch,
                        "steps": self.global_step, "world_size": self.engine.world_size,
                        "engine": self.engine.name, "duration_s": round(time.time() - self.t0, 3)}
-            _write_json_atomic(self.run_dir / "metrics.json", metrics)
+            write_json(self.run_dir / "metrics.json", metrics)
             if test is not None:
                 self.emit("eval", split="test", epoch=self.epoch, step=self.global_step, **test)
         return test
@@ -468,17 +469,6 @@ class Trainer:
         """
         if self.primary and self.cfg.enable_snapshot:
             self.emit("snapshot", pvc_name=self.cfg.pvc_name, status="requested", run_dir=str(self.run_dir))
-
-
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, default=str)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def _rank_from_env() -> int:

@@ -21,13 +21,14 @@ from typing import Any, Iterator, Sequence
 import psutil
 
 from lanenb_trainer.config import parse_config
+from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import parse_line, split_rank_tag
 
 from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
 
 from ..status import JobState, JobStatus
 from .base import Backend, LogLine
-from .supervise import CANCEL_NAME, EXIT_NAME, LOG_NAME, SUPERVISOR_PREFIX, write_json_atomic
+from .supervise import CANCEL_NAME, EXIT_NAME, LOG_NAME, SUPERVISOR_PREFIX
 
 __all__ = ["LocalBackend"]
 
@@ -312,7 +313,7 @@ class LocalBackend(Backend):
             # its pids mean nothing here: signalling them could hit unrelated processes
             raise RuntimeError(f"job runs on host {handle['host']!r}; cancel it from that machine "
                                f"(this is {socket.gethostname()!r})")
-        write_json_atomic(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()})
+        write_json(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
         procs = self._group_processes(handle)
         pgid = handle.get("pgid")
         self._signal_all(procs, pgid, signal.SIGTERM)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lanenb.launch.mpirun import iter_output
+from lanenb_trainer.atomic import write_json
 
 LOG_NAME = "job.log"
 EXIT_NAME = "exit.json"
@@ -33,15 +34,6 @@ SUPERVISOR_PREFIX = "[lanenb-supervisor] "
 def format_log_line(rank: int | None, stream: str, text: str) -> str:
     """Rank lines keep mpirun's tag shape so ``split_rank_tag`` reads them back."""
     return f"{text}\n" if rank is None else f"[1,{rank}]<{stream}>:{text}\n"
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _say(log, text: str) -> None:
@@ -73,16 +65,16 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path) -> int:
         _say(log, f"started pid={os.getpid()} argv={json.dumps(list(argv))}")
         if signals_seen:  # cancelled while starting up: never start the ranks
             _say(log, f"cancelled (signal {signals_seen[0]}) before the launcher started")
-            write_json_atomic(run_dir / EXIT_NAME, {"returncode": -signals_seen[0], "started": started,
-                                                    "finished": time.time(), "signals": signals_seen})
+            write_json(run_dir / EXIT_NAME, {"returncode": -signals_seen[0], "started": started,
+                                                    "finished": time.time(), "signals": signals_seen}, indent=None)
             return 1
         try:
             child = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         except OSError as exc:
             _say(log, f"could not start {argv[0]!r}: {exc}")
-            write_json_atomic(run_dir / EXIT_NAME, {"returncode": 127, "error": str(exc),
-                                                    "started": started, "finished": time.time()})
+            write_json(run_dir / EXIT_NAME, {"returncode": 127, "error": str(exc),
+                                                    "started": started, "finished": time.time()}, indent=None)
             return 127
         assert child.stdout is not None
         raw_lines = (raw.decode("utf-8", errors="replace") for raw in iter(child.stdout.readline, b""))
@@ -91,10 +83,10 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path) -> int:
         child.stdout.close()
         rc = child.wait()
         _say(log, f"launcher exited with code {rc}")
-    write_json_atomic(run_dir / EXIT_NAME, {
+    write_json(run_dir / EXIT_NAME, {
         "returncode": rc, "started": started, "finished": time.time(),
         "signals": signals_seen,
-    })
+    }, indent=None)
     return 0 if rc == 0 else 1
 
 

@@ -18,13 +18,14 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
+
+from lanenb_trainer.atomic import write_bytes
 
 __all__ = ["synthesize", "render_frame", "synth_h_samples", "MARKER"]
 
@@ -261,19 +262,6 @@ def _cars(rng, sc, img, width, height) -> None:
             cv2.rectangle(img, p(wx, y1 - h * 0.14), p(wx + w * 0.17, y1), (15, 15, 15), -1)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _prepare_out_dir(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {out} exists and is not a directory")
@@ -307,7 +295,7 @@ def synthesize(out_dir: str | os.PathLike, frames: int, *, seed: int = 0, width:
     n_train = frames - n_test
     out = Path(out_dir)
     _prepare_out_dir(out)
-    _atomic_write(out / MARKER, json.dumps(
+    write_bytes(out / MARKER, json.dumps(
         {"generator": "lanenb data synth", "seed": seed, "frames": frames, "width": width,
          "height": height, "test_fraction": test_fraction}, sort_keys=True).encode() + b"\n")
 
@@ -321,12 +309,12 @@ def synthesize(out_dir: str | os.PathLike, frames: int, *, seed: int = 0, width:
         ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
         if not ok:  # pragma: no cover
             raise RuntimeError(f"JPEG encoding failed for frame {i}")
-        _atomic_write(out / raw, buf.tobytes())
+        write_bytes(out / raw, buf.tobytes())
         line = json.dumps({"lanes": lanes, "h_samples": hs, "raw_file": raw})
         (train_lines if i < n_train else test_lines).append(line)
-    _atomic_write(out / TRAIN_FILE, ("\n".join(train_lines) + "\n").encode())
+    write_bytes(out / TRAIN_FILE, ("\n".join(train_lines) + "\n").encode())
     if test_lines:
-        _atomic_write(out / TEST_FILE, ("\n".join(test_lines) + "\n").encode())
+        write_bytes(out / TEST_FILE, ("\n".join(test_lines) + "\n").encode())
     return {
         "out_dir": str(out),
         "frames": frames,

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
+
+from lanenb_trainer.atomic import atomic_open
 
 
 class EvalError(ValueError):
@@ -73,19 +74,8 @@ def read_json_lines(path: str | os.PathLike[str], what: str) -> list[tuple[int, 
 
 def write_json_lines(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> Path:
     """Write one compact JSON object per line via a temp file + ``os.replace``."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, separators=(",", ":")))
-                fh.write("\n")
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return p
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, separators=(",", ":")))
+            fh.write("\n")
+    return Path(path)
