@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from lanenb_trainer.atomic import write_bytes
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     preview.add_argument("--n", type=int, default=8, help="number of frames (default 8)")
     preview.add_argument("--split", default="train", choices=("train", "val", "test"))
     preview.add_argument("--seed", type=int, default=0, help="which frames to pick")
+    preview.add_argument("--pred", help="TuSimple predictions JSON lines (e.g. RUN/predictions/test.json): "
+                         "draw them in colour over thin white ground truth")
     preview.set_defaults(func=cmd_preview)
 
 
@@ -67,24 +68,23 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    import cv2
 
     from lanenb_trainer.data.labels import LabelError
-    from lanenb_trainer.data.preview import preview_grid
+    from lanenb_trainer.data.preview import preview_grid, write_png
+    from lanenb_trainer.evaluation.jsonl import read_prediction_lanes
 
     out = Path(args.out)
     if out.suffix.lower() != ".png":
         print(f"lanenb data preview: error: --out must end in .png; got {args.out}", file=sys.stderr)
         return 2
     try:
-        grid = preview_grid(args.dir, n=args.n, split=args.split, seed=args.seed)
+        predictions = read_prediction_lanes(args.pred) if args.pred else None
+        grid = preview_grid(args.dir, n=args.n, split=args.split, seed=args.seed,
+                            predictions=predictions)
     except (LabelError, ValueError, FileNotFoundError) as exc:
         print(f"lanenb data preview: error: {exc}", file=sys.stderr)
         return 2
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(grid, cv2.COLOR_RGB2BGR))
-    if not ok:  # pragma: no cover
-        print("lanenb data preview: error: PNG encoding failed", file=sys.stderr)
-        return 2
-    write_bytes(out, buf.tobytes())
+    write_png(out, grid)
     print(f"wrote {out} ({grid.shape[1]}x{grid.shape[0]})", file=sys.stderr)
     return 0
+

@@ -66,15 +66,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("2/5 check: no problems")
 
     # 3. preview
-    import cv2
+    from lanenb_trainer.data.preview import preview_grid, write_png
 
-    from lanenb_trainer.data.preview import preview_grid
-
-    grid = preview_grid(data, n=8, split="train", seed=args.seed)
-    preview = out / "preview.png"
-    tmp = preview.with_name(".preview.tmp.png")
-    cv2.imwrite(str(tmp), cv2.cvtColor(grid, cv2.COLOR_RGB2BGR))
-    tmp.replace(preview)
+    preview = write_png(out / "preview.png", preview_grid(data, n=8, split="train", seed=args.seed))
     print(f"3/5 preview: {preview}")
 
     # 4. train
@@ -107,5 +101,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"5/5 test set ({test.get('frames')} frames): accuracy {test.get('accuracy', 0):.4f}  "
           f"FP {test.get('fp', 0):.4f}  FN {test.get('fn', 0):.4f}  "
           f"[{metrics['world_size']} ranks, {metrics['engine']}, {metrics['duration_s']:.0f}s]")
-    print(f"predictions: {run_dir}/predictions/test.json   checkpoints: {run_dir}/checkpoints/")
+    pred_file = run_dir / "predictions" / "test.json"
+    from lanenb_trainer.evaluation.jsonl import read_prediction_lanes
+
+    shown = write_png(out / "predictions.png", preview_grid(
+        data, n=8, split="test", seed=args.seed, predictions=read_prediction_lanes(pred_file)))
+    print(f"predictions: {pred_file} (drawn over the ground truth in {shown})   "
+          f"checkpoints: {run_dir}/checkpoints/")
     return 0
+

@@ -66,3 +66,31 @@ def test_usage_errors(argv):
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
+
+
+def test_preview_draws_predictions_over_ground_truth(synth_root, tmp_path, capsys):
+    import json
+
+    from lanenb_trainer.data.labels import read_label_file
+
+    gt = read_label_file(synth_root / "test_label.json")
+    pred = tmp_path / "pred.json"
+    # predictions shifted 40 px right of the truth, so coloured pixels appear where GT is not
+    pred.write_text("".join(json.dumps({"raw_file": r.raw_file, "run_time": 1,
+                                        "lanes": [[x + 40 if x >= 0 else x for x in lane] for lane in r.lanes]})
+                            + "\n" for r in gt))
+    out_plain, out_pred = tmp_path / "gt.png", tmp_path / "pred.png"
+    assert main(["data", "preview", str(synth_root), "--split", "test", "--out", str(out_plain)]) == 0
+    assert main(["data", "preview", str(synth_root), "--split", "test", "--pred", str(pred),
+                 "--out", str(out_pred)]) == 0
+    a, b = cv2.imread(str(out_plain)), cv2.imread(str(out_pred))
+    assert a.shape == b.shape and (a != b).any()
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"raw_file": "clips/x/1.jpg"}\n')
+    assert main(["data", "preview", str(synth_root), "--pred", str(bad), "--out", str(out_pred)]) == 2
+    assert f"{bad}:1: a prediction needs a 'raw_file' string and a 'lanes' list" in capsys.readouterr().err
+    other = tmp_path / "other.json"
+    other.write_text('{"raw_file": "clips/none/1.jpg", "lanes": []}\n')
+    assert main(["data", "preview", str(synth_root), "--pred", str(other), "--out", str(out_pred)]) == 2
+    assert "no frame of split 'train'" in capsys.readouterr().err

@@ -67,3 +67,24 @@ def test_console_renderer_formats_events_and_plain_lines():
     assert "system" not in text  # hidden unless --show-system
     assert "[0] end: failed after 3.0s, step 7" in text
     assert r.end_status == "failed" and len(r.errors) == 1
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_as_the_readme_runs_it(tmp_path):
+    """The README's main command: synth -> check -> preview -> 2-rank training -> eval -> images."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "lanenb", "demo", "--out", str(out), "--frames", "40",
+                           "--epochs", "1", "--engine", "ddp"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for step in ("1/5 data", "2/5 check: no problems", "3/5 preview", "4/5 train: 2 ranks", "5/5 test set"):
+        assert step in proc.stdout
+    metrics = json.loads((out / "run" / "metrics.json").read_text())
+    assert metrics["status"] == "completed" and metrics["world_size"] == 2
+    assert 0.0 <= metrics["test"]["accuracy"] <= 1.0
+    for png in ("preview.png", "predictions.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -2,7 +2,9 @@
 
 Colours follow the lane *slots* of :mod:`.masks` when drawn through :func:`preview_grid`
 (slot 1 red, 2 green, 3 blue, 4 yellow; dropped lanes grey), so a grid shows at a glance
-whether slots are consistent across frames.
+whether slots are consistent across frames. With ``predictions`` (a TuSimple submission,
+e.g. a run's ``predictions/test.json``) the ground truth is drawn thin in white and the
+predicted lanes in colour, so a glance shows where the model is right and where it is not.
 """
 
 from __future__ import annotations
@@ -10,16 +12,17 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import cv2
 import numpy as np
 
+from ..atomic import write_bytes
 from .labels import load_image
 from .masks import assign_slots, lane_runs
 from .splits import load_split
 
-__all__ = ["LANE_COLOURS", "draw_lanes", "preview_grid"]
+__all__ = ["LANE_COLOURS", "draw_lanes", "preview_grid", "write_png"]
 
 LANE_COLOURS = [(230, 40, 40), (40, 200, 40), (40, 90, 255), (240, 220, 0), (200, 0, 200),
                 (0, 220, 220)]  # RGB
@@ -45,11 +48,17 @@ def draw_lanes(image_rgb: np.ndarray, lanes: Sequence[Sequence[int]], h_samples:
 
 
 def preview_grid(root: str | os.PathLike, n: int = 8, split: str = "train", seed: int = 0,
-                 tile_width: int = 480) -> np.ndarray:
-    """RGB uint8 grid of ``n`` frames (chosen by ``seed``) with lanes coloured by slot."""
+                 tile_width: int = 480,
+                 predictions: Mapping[str, Sequence[Sequence[int]]] | None = None) -> np.ndarray:
+    """RGB uint8 grid of ``n`` frames (chosen by ``seed``) with lanes coloured by slot, or
+    with ``predictions`` (raw_file -> predicted lanes) over thin white ground truth."""
     if n < 1:
         raise ValueError(f"n must be >= 1; got {n}")
     records = load_split(root, split)
+    if predictions is not None:
+        records = [r for r in records if r.raw_file in predictions]
+        if not records:
+            raise ValueError(f"no frame of split {split!r} of {root} has a prediction")
     rng = np.random.default_rng(seed)
     picks = sorted(rng.choice(len(records), size=min(n, len(records)), replace=False))
     tiles = []
@@ -57,9 +66,13 @@ def preview_grid(root: str | os.PathLike, n: int = 8, split: str = "train", seed
         rec = records[int(i)]
         img = cv2.cvtColor(load_image(Path(root) / rec.raw_file), cv2.COLOR_BGR2RGB)
         h, w = img.shape[:2]
-        slots = assign_slots(rec.lanes, rec.h_samples, w, h)
-        colours = [LANE_COLOURS[s] if s >= 0 else DROPPED for s in slots]
-        img = draw_lanes(img, rec.lanes, rec.h_samples, colours=colours)
+        if predictions is None:
+            slots = assign_slots(rec.lanes, rec.h_samples, w, h)
+            colours = [LANE_COLOURS[s] if s >= 0 else DROPPED for s in slots]
+            img = draw_lanes(img, rec.lanes, rec.h_samples, colours=colours)
+        else:
+            img = draw_lanes(img, rec.lanes, rec.h_samples, thickness=1, colours=[(255, 255, 255)])
+            img = draw_lanes(img, predictions[rec.raw_file], rec.h_samples)
         th = int(round(h * tile_width / w))
         tile = cv2.resize(img, (tile_width, th), interpolation=cv2.INTER_AREA)
         cv2.putText(tile, rec.raw_file, (6, 18), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255),
@@ -73,3 +86,11 @@ def preview_grid(root: str | os.PathLike, n: int = 8, split: str = "train", seed
         r, c = divmod(k, cols)
         grid[r * th: r * th + tile.shape[0], c * tile_width: (c + 1) * tile_width] = tile
     return grid
+
+
+def write_png(path: str | os.PathLike, rgb: np.ndarray) -> Path:
+    """Encode an RGB image as PNG and write it atomically."""
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    if not ok:  # pragma: no cover - only on an unencodable array
+        raise ValueError(f"PNG encoding failed for {path}")
+    return write_bytes(path, buf.tobytes())

@@ -79,3 +79,13 @@ def write_json_lines(path: str | os.PathLike[str], records: Iterable[dict[str, A
             fh.write(json.dumps(rec, separators=(",", ":")))
             fh.write("\n")
     return Path(path)
+
+
+def read_prediction_lanes(path: str | os.PathLike[str]) -> dict[str, list]:
+    """raw_file -> predicted lanes of a TuSimple submission file, for drawing them."""
+    out: dict[str, list] = {}
+    for line, rec in read_json_lines(path, "prediction file"):
+        if not isinstance(rec.get("raw_file"), str) or not isinstance(rec.get("lanes"), list):
+            raise EvalError(f"{path}:{line}: a prediction needs a 'raw_file' string and a 'lanes' list")
+        out[rec["raw_file"]] = rec["lanes"]
+    return out
