@@ -11,8 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from lanenb.cli.train import ConsoleRenderer, _stop_on_sigterm, launch
-from lanenb.launch.mpirun import LaunchError
+from lanenb.cli.train import ConsoleRenderer, launch_in_console
 from lanenb_trainer.config import ConfigError, TrainConfig
 
 DEMO_TRAINING = dict(epochs=10, batch_size=4, backbone="small", img_height=128, img_width=320, lr=0.02,
@@ -81,15 +80,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 2
     print(f"4/5 train: {args.processes} ranks, {cfg.epochs} epochs, backbone {cfg.backbone}, "
           f"{cfg.img_height}x{cfg.img_width}, run dir {run_dir}")
-    renderer = ConsoleRenderer()
-    _stop_on_sigterm()
-    try:
-        code = launch(cfg, args.processes, renderer=renderer)
-    except LaunchError as exc:
-        print(f"lanenb demo: error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        renderer.close()
+    code = launch_in_console(cfg, args.processes, ConsoleRenderer(), prog="lanenb demo")
     if code != 0:
         print(f"lanenb demo: training failed (exit status {code}); events in {run_dir}/events.jsonl",
               file=sys.stderr)

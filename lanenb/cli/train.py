@@ -169,22 +169,30 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
+
+def launch_in_console(cfg: TrainConfig, processes: int, renderer: "ConsoleRenderer", *, prog: str) -> int:
+    """Run the ranks with ``renderer`` printing their lines; SIGTERM stops them like Ctrl-C.
+
+    Returns the run's exit status, or 2 after printing why mpirun could not start.
+    """
+    _stop_on_sigterm()
+    try:
+        return launch(cfg, processes, renderer=renderer)
+    except LaunchError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        renderer.close()
+
 def cmd_train(args: argparse.Namespace) -> int:
     try:
         cfg = resolve(args)
     except ConfigError as exc:
         print(f"lanenb train: error: {exc}", file=sys.stderr)
         return 2
-    renderer = ConsoleRenderer(show_system=args.show_system, raw=args.raw)
     print(f"run dir: {cfg.run_dir}", flush=True)
-    _stop_on_sigterm()
-    try:
-        code = launch(cfg, args.processes, renderer=renderer)
-    except LaunchError as exc:
-        print(f"lanenb train: error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        renderer.close()
+    code = launch_in_console(cfg, args.processes, ConsoleRenderer(show_system=args.show_system, raw=args.raw),
+                             prog="lanenb train")
     if code == 130:
         print("interrupted: all ranks stopped", file=sys.stderr)
     elif code != 0:
