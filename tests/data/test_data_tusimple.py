@@ -249,3 +249,30 @@ def test_normalize_images_refuses_float_batches():
 
     with pytest.raises(TypeError, match="expects a uint8 batch, got torch.float32"):
         normalize_images(torch.zeros(1, 3, 8, 8))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unrotated_frames_take_crop_resize_that_matches_the_warp(seed):
+    """The cheap crop + resize path must give the warp's picture, and its own exact lane matrix."""
+    from lanenb_trainer.data.augment import AugmentParams, crop_resize_window
+
+    rng = np.random.default_rng(seed)
+    h, w, oh, ow = 720, 1280, 288, 800
+    yy, xx = np.mgrid[0:h, 0:w]
+    img = np.dstack([(xx * 0.2) % 255, (yy * 0.3) % 255, ((xx + yy) * 0.1) % 255]).astype(np.uint8)
+    s = float(rng.uniform(1.0, 1.15))
+    params = AugmentParams(scale=s, shift_x=float(rng.uniform(-(s - 1) / 2, (s - 1) / 2)),
+                           shift_y=float(rng.uniform(-(s - 1) / 2, (s - 1) / 2)), flip=bool(seed % 2))
+    m = affine_matrix((h, w), (oh, ow), params)
+    (x0, y0, x1, y1), eff = crop_resize_window(m, (h, w), (oh, ow))
+    fast = cv2.resize(img[y0:y1, x0:x1], (ow, oh), interpolation=cv2.INTER_LINEAR)
+    if params.flip:
+        fast = cv2.flip(fast, 1)
+    exact = cv2.warpAffine(img, eff, (ow, oh), flags=cv2.INTER_LINEAR)
+    diff = np.abs(fast.astype(int) - exact.astype(int))[2:-2, 2:-2]
+    assert diff.mean() < 1.0
+    pts = np.array([[0.0, 0.0], [w - 1.0, h - 1.0], [300.5, 400.25]])
+    # the rounded window moves the picture by less than one output pixel
+    assert np.abs(apply_affine(eff, pts) - apply_affine(m, pts)).max() < 1.0
+    rotated = affine_matrix((h, w), (oh, ow), AugmentParams(angle_deg=2.0))
+    assert crop_resize_window(rotated, (h, w), (oh, ow)) is None

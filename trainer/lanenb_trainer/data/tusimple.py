@@ -24,7 +24,7 @@ import torch
 from torch.utils.data import Dataset
 
 from .augment import (AugmentConfig, affine_matrix, apply_affine, apply_colour, apply_colour_uint8,
-                      colour_matrix, frame_rng, sample_params)
+                      colour_matrix, crop_resize_window, frame_rng, sample_params)
 from .labels import LabelError, LaneRecord, Problem, load_image
 from .masks import (assign_slots, default_thickness, existence_from_points, lane_runs, mirror_slots,
                     render_mask)
@@ -118,6 +118,7 @@ class TuSimpleDataset(Dataset):
                                                     skip_invalid=skip_invalid,
                                                     problems=self.problems)
         self._sizes: list[tuple[int, int] | None] = [None] * len(self.records)
+        self._slots: list[list[int] | None] = [None] * len(self.records)  # labels only: cache
         self.epoch = 0
 
     def __len__(self) -> int:
@@ -186,8 +187,12 @@ class TuSimpleDataset(Dataset):
             if self.augment else None
         oh, ow = self.size
         m = affine_matrix((h, w), (oh, ow), params)
-        if factor == 1.0 and params is None:
-            warped = cv2.resize(img, (ow, oh), interpolation=cv2.INTER_LINEAR)
+        window = crop_resize_window(m, (h, w), (oh, ow)) if factor == 1.0 else None
+        if window is not None:  # no rotation: crop + resize (+ flip), lanes through its exact matrix
+            (x0, y0, x1, y1), m = window
+            warped = cv2.resize(img[y0:y1, x0:x1], (ow, oh), interpolation=cv2.INTER_LINEAR)
+            if m[0, 0] < 0:
+                warped = cv2.flip(warped, 1)
         else:
             # decoded pixel j is centred on source coordinate (j + .5) * factor - .5
             to_src = np.array([[factor, 0, 0.5 * factor - 0.5], [0, factor, 0.5 * factor - 0.5],
@@ -200,7 +205,9 @@ class TuSimpleDataset(Dataset):
         else:
             image = apply_colour_uint8(warped, colour_matrix(params, normalise=False))
 
-        slots = assign_slots(rec.lanes, rec.h_samples, w, h)
+        slots = self._slots[i]
+        if slots is None:
+            slots = self._slots[i] = assign_slots(rec.lanes, rec.h_samples, w, h)
         if params is not None and params.flip:
             slots = mirror_slots(slots)
         runs = [(s, [apply_affine(m, r) for r in lane_runs(lane, rec.h_samples)])
