@@ -13,16 +13,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from lanenb_trainer.config import BACKBONES, ENGINES  # one list for CLI, spec and trainer
+
 __all__ = ["SpecError", "VolumeMount", "KubernetesOptions", "TrainSpec", "generate_job_name",
            "ENGINES", "BACKBONES", "PULL_POLICIES", "CLEAN_POD_POLICIES"]
 
-ENGINES = ("auto", "horovod", "ddp")
-BACKBONES = ("small", "vgg16", "resnet18", "resnet34")
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 CLEAN_POD_POLICIES = ("Running", "All", "None")
 
-_RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_RFC1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# shared with the Kubernetes backend's name checks (kubernetes/names.py)
+RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+RFC1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Kubernetes resource.Quantity: a decimal number, then a binary/decimal SI suffix or an exponent.
 _QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][-+]?\d+)?$")
@@ -48,7 +49,7 @@ def check_rfc1123_label(field_name: str, value: Any, max_len: int = 63) -> str:
         raise SpecError(field_name, value, "must be a non-empty string")
     if len(value) > max_len:
         raise SpecError(field_name, value, f"is {len(value)} characters; the limit is {max_len}")
-    if not _RFC1123_LABEL.match(value):
+    if not RFC1123_LABEL.match(value):
         raise SpecError(field_name, value, "must be an RFC 1123 label: lowercase letters, digits and '-', "
                         "starting and ending with a letter or digit")
     return value
@@ -57,7 +58,7 @@ def check_rfc1123_label(field_name: str, value: Any, max_len: int = 63) -> str:
 def check_rfc1123_subdomain(field_name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise SpecError(field_name, value, "must be a non-empty string")
-    if len(value) > 253 or not _RFC1123_SUBDOMAIN.match(value):
+    if len(value) > 253 or not RFC1123_SUBDOMAIN.match(value):
         raise SpecError(field_name, value, "must be an RFC 1123 name: lowercase letters, digits, '-' and '.', "
                         "starting and ending with a letter or digit, at most 253 characters")
     return value

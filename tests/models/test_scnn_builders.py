@@ -182,3 +182,11 @@ def test_message_passing_checkpoint_keys_are_plain_convs() -> None:
     assert tuple(sd["message_passing.down.weight"].shape) == (128, 128, 1, 9)
     assert tuple(sd["message_passing.left.weight"].shape) == (128, 128, 9, 1)
     assert not any(k.startswith("message_passing.") and k.endswith("bias") for k in sd)
+
+
+def test_config_and_spec_offer_exactly_the_model_registry():
+    """The CLI/spec lists are plain tuples (no torch import); they must name every builder."""
+    from lanenb_trainer import config
+    from lanenb_trainer.models import BACKBONES
+
+    assert tuple(config.BACKBONES) == tuple(BACKBONES)

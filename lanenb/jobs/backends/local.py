@@ -260,31 +260,26 @@ class LocalBackend(Backend):
                     return
                 break
             time.sleep(self.poll_interval)
+        def complete_lines(buf: bytes) -> tuple[list[LogLine], bytes]:
+            *raws, rest = buf.split(b"\n")
+            lines = (self._to_logline(raw) for raw in raws)
+            return [ln for ln in lines if worker is None or ln.rank == worker], rest
+
         with open(log_path, "rb") as fh:
             pending = b""
             while True:
                 chunk = fh.read(65536)
                 if chunk:
-                    pending += chunk
-                    *lines, pending = pending.split(b"\n")
-                    for raw in lines:
-                        line = self._to_logline(raw)
-                        if worker is None or line.rank == worker:
-                            yield line
+                    lines, pending = complete_lines(pending + chunk)
+                    yield from lines
                     continue
                 if not follow:
                     break
                 # EOF: finished only once exit.json exists (written after the last log line)
                 # or the supervisor is gone; read once more so nothing written meanwhile is lost.
                 if exit_path.exists() or self._supervisor(handle) is None:
-                    rest = fh.read()
-                    if rest:
-                        pending += rest
-                        *lines, pending = pending.split(b"\n")
-                        for raw in lines:
-                            line = self._to_logline(raw)
-                            if worker is None or line.rank == worker:
-                                yield line
+                    lines, pending = complete_lines(pending + fh.read())
+                    yield from lines
                     break
                 time.sleep(self.poll_interval)
             if pending:

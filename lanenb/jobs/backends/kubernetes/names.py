@@ -6,14 +6,13 @@ about the object rather than the notebook argument that produced it.
 
 from __future__ import annotations
 
-import re
+from lanenb.jobs.spec import RFC1123_LABEL as _LABEL
+from lanenb.jobs.spec import RFC1123_SUBDOMAIN as _SUBDOMAIN
 
 __all__ = ["InvalidNameError", "check_label", "check_subdomain", "LABEL_MAX", "SUBDOMAIN_MAX"]
 
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class InvalidNameError(ValueError):
