@@ -42,6 +42,22 @@ def line_accuracy(pred: Sequence[float], gt: Sequence[float], thresh: float) -> 
     return hits / len(gt)
 
 
+def _frame_scores(line_accs: list[float], matched: float, fn: float, n_pred: int, n_gt: int
+                  ) -> tuple[float, float, float]:
+    """The tail of ``LaneEval.bench`` shared by both baselines: the >4-lane rule and the ratios."""
+    fp = n_pred - matched
+    if n_gt > 4 and fn > 0:
+        fn -= 1
+    s = sum(line_accs)
+    if n_gt > 4:
+        s -= min(line_accs)
+    return (
+        float(s / max(min(4.0, n_gt), 1.0)),
+        fp / n_pred if n_pred > 0 else 0.0,
+        fn / max(min(n_gt, 4.0), 1.0),
+    )
+
+
 def bench_frame(
     pred: list[list[float]], gt: list[list[float]], y_samples: list[float], run_time: float
 ) -> tuple[float, float, float]:
@@ -66,17 +82,7 @@ def bench_frame(
         else:
             matched += 1
         line_accs.append(max_acc)
-    fp = len(pred) - matched
-    if len(gt) > 4 and fn > 0:
-        fn -= 1
-    s = sum(line_accs)
-    if len(gt) > 4:
-        s -= min(line_accs)
-    return (
-        s / max(min(4.0, len(gt)), 1.0),
-        fp / len(pred) if len(pred) > 0 else 0.0,
-        fn / max(min(len(gt), 4.0), 1.0),
-    )
+    return _frame_scores(line_accs, matched, fn, len(pred), len(gt))
 
 
 def evaluate_reference(
@@ -154,17 +160,7 @@ def bench_frame_numpy(pred, gt, y_samples, run_time):
         else:
             matched += 1
         line_accs.append(max_acc)
-    fp = len(pred) - matched
-    if len(gt) > 4 and fn > 0:
-        fn -= 1
-    s = sum(line_accs)
-    if len(gt) > 4:
-        s -= min(line_accs)
-    return (
-        float(s / max(min(4.0, len(gt)), 1.0)),
-        fp / len(pred) if len(pred) > 0 else 0.0,
-        fn / max(min(len(gt), 4.0), 1.0),
-    )
+    return _frame_scores(line_accs, matched, fn, len(pred), len(gt))
 
 
 def evaluate_official_style(pred_records, gt_records):

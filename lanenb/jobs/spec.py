@@ -64,6 +64,14 @@ def check_rfc1123_subdomain(field_name: str, value: Any) -> str:
     return value
 
 
+def _reject_unknown(cls: type, data: Mapping[str, Any], field_name: str, lead: str) -> None:
+    """A typo in a restored or hand-written dict must fail loudly, not be dropped."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SpecError(field_name, unknown, f"{lead}: {', '.join(sorted(known))}")
+
+
 def _int(field_name: str, value: Any, minimum: int, *, optional: bool = False) -> int | None:
     if value is None and optional:
         return None
@@ -252,10 +260,7 @@ class KubernetesOptions:
             return data
         if not isinstance(data, Mapping):
             raise SpecError("k8s", data, "must be a KubernetesOptions or a dict of its fields")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SpecError("k8s", unknown, f"unknown option(s); known: {', '.join(sorted(known))}")
+        _reject_unknown(cls, data, "k8s", "unknown option(s); known")
         return cls(**data)
 
 
@@ -389,10 +394,7 @@ class TrainSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> "TrainSpec":
         if not isinstance(data, Mapping):
             raise SpecError("spec", data, "must be a dict of TrainSpec fields")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SpecError("spec", unknown, f"unknown field(s); known fields: {', '.join(sorted(known))}")
+        _reject_unknown(cls, data, "spec", "unknown field(s); known fields")
         if "dataset" not in data:
             raise SpecError("dataset", None, "is required")
         return cls(**dict(data))

@@ -27,7 +27,7 @@ from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer import events
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import ConfigError, TrainConfig, parse_config
-from lanenb_trainer.engines import Engine, get_engine
+from lanenb_trainer.engines import Engine, EngineError, get_engine
 from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.data.augment import normalize_images
 
@@ -215,7 +215,6 @@ class Trainer:
                 self._pending_rng = rng[self.rank]
             self._resume_state = state
         self.use_amp = cfg.amp and self.engine.device.type == "cuda"
-        model.to(self.engine.device)
         self.model, self.optimizer = self.engine.prepare(model, optimizer)
         self.scaler = torch.amp.GradScaler("cuda") if self.use_amp else None
         if cfg.resume and self.scaler is not None and self._resume_state.get("scaler"):
@@ -277,9 +276,7 @@ class Trainer:
     def _evaluate_local(self, ds, preds: list[tuple[int, dict]]):
         from lanenb_trainer.evaluation.lane_eval import evaluate
 
-        gts = [{"raw_file": ds.records[i].raw_file, "lanes": ds.records[i].lanes,
-                "h_samples": ds.records[i].h_samples} for i, _ in preds]
-        return evaluate([p for _, p in preds], gts)
+        return evaluate([p for _, p in preds], [ds.records[i] for i, _ in preds])
 
     def validate(self) -> dict[str, float]:
         """Distributed validation: each rank scores its shard; frame-weighted sums are all-reduced."""
@@ -310,8 +307,7 @@ class Trainer:
         ds = self.test_ds
         ordered = [by_index[i] for i in range(len(ds))]
         write_json_lines(self.run_dir / "predictions" / "test.json", ordered)
-        gts = [{"raw_file": r.raw_file, "lanes": r.lanes, "h_samples": r.h_samples} for r in ds.records]
-        res = evaluate(ordered, gts)
+        res = evaluate(ordered, ds.records)
         return {"accuracy": res.accuracy, "fp": res.fp, "fn": res.fn, "frames": len(ordered)}
 
     # -- checkpoints ----------------------------------------------------------------------
@@ -471,18 +467,16 @@ class Trainer:
             self.emit("snapshot", pvc_name=self.cfg.pvc_name, status="requested", run_dir=str(self.run_dir))
 
 
-def _rank_from_env() -> int:
-    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 0
+def _ranks_before_engine() -> tuple[int, int]:
+    """(rank, world size) from the launcher, before any engine exists: only to report a bad
+    config once and to know whether peers wait on us. Never raises; the engine validates."""
+    from lanenb_trainer.engines.ddp import ranks_from_env
 
-
-def _world_from_env() -> int:
-    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 1
+    try:
+        rank, world, _, _ = ranks_from_env()
+    except EngineError:
+        return 0, 1
+    return rank, world
 
 
 def _on_signal(signum, _frame):
@@ -491,7 +485,7 @@ def _on_signal(signum, _frame):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m lanenb_trainer``; returns the process exit code."""
-    rank = _rank_from_env()
+    rank, world = _ranks_before_engine()
     try:
         cfg = parse_config(argv)
     except ConfigError as exc:
@@ -504,7 +498,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     trainer: Trainer | None = None
     monitor: SystemMonitor | None = None
     t0 = time.time()
-    world = _world_from_env()
     try:
         engine = get_engine(cfg.engine, collective_timeout=cfg.collective_timeout).init()
         rank, world = engine.rank, engine.world_size

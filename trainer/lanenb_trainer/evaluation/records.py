@@ -67,8 +67,8 @@ def parse_ground_truth(
     locs: list[str] = []
     for line, rec in gt:
         loc = f"{src}:{line}"
-        if not ("raw_file" in rec and "lanes" in rec and "h_samples" in rec):
-            missing = [k for k in REQUIRED_GT_KEYS if k not in rec]
+        missing = [k for k in REQUIRED_GT_KEYS if k not in rec]
+        if missing:
             raise EvalError(
                 f"{loc}: ground-truth frame is missing {', '.join(map(repr, missing))} "
                 f"(each line needs {', '.join(REQUIRED_GT_KEYS)})"
@@ -118,8 +118,8 @@ def parse_predictions(
     run_time = [0.0] * n
     locs: list[str] = [""] * n
     for line, rec in pred:
-        if not ("raw_file" in rec and "lanes" in rec and "run_time" in rec):
-            missing = [k for k in REQUIRED_PRED_KEYS if k not in rec]
+        missing = [k for k in REQUIRED_PRED_KEYS if k not in rec]
+        if missing:
             named = f" (frame {rec['raw_file']!r})" if isinstance(rec.get("raw_file"), str) else ""
             raise EvalError(
                 f"{src}:{line}: prediction{named} is missing {', '.join(map(repr, missing))}: "
