@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from lanenb_trainer.events import Event, parse_line
 
@@ -17,6 +17,10 @@ from .backends import Backend, LogLine, get_backend
 from .registry import JobExistsError, JobNotFoundError, JobRecord, JobRegistry, lanenb_home
 from .spec import TrainSpec
 from .status import JobState, JobStatus
+from .updates import Update, UpdateBatch, poll as _poll
+
+if TYPE_CHECKING:
+    from .runstate import RunState
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
 
@@ -112,6 +116,52 @@ class Job:
             event = parse_line(line.text)
             if event is not None:
                 yield event
+
+    def poll(self, cursor: str | None = None, *, max_lines: int = 5000) -> UpdateBatch:
+        """What happened since ``cursor``, without blocking: a status change, then new log
+        lines with their parsed ``@lanenb`` events.
+
+        Args:
+            cursor: ``None`` for the whole history, or ``batch.cursor`` / ``update.cursor``
+                from an earlier call (in this kernel or another one) to continue from there.
+            max_lines: the most log lines returned at once (call again for the rest).
+
+        Returns:
+            An ``UpdateBatch``: ``updates``, the ``cursor`` to pass next time, and ``final``
+            (True once the job has finished and every line was delivered).
+
+        Raises:
+            SpecError: ``cursor`` is not one this API returned.
+        """
+        return _poll(self, cursor, max_lines=max_lines)
+
+    def updates(self, cursor: str | None = None, *, follow: bool = True, interval: float = 0.5
+                ) -> Iterator[Update]:
+        """Iterate over ``poll`` batches: the history after ``cursor``, then (with ``follow``)
+        the live tail until the job is final. Each update's ``cursor`` resumes after it."""
+        while True:
+            batch = self.poll(cursor)
+            yield from batch.updates
+            cursor = batch.cursor
+            if batch.final or not follow:
+                return
+            if not batch.updates:
+                time.sleep(interval)
+
+    def tail_state(self, lines: int = 400) -> "RunState":
+        """A ``RunState`` folded from the status and the last ``lines`` log lines only: cheap
+        enough for a table of many jobs (``%lanejobs``), whatever the length of each log."""
+        from .runstate import RunState
+
+        state = RunState(max_points=64, max_log_lines=50)
+        state.fold_status(self.status())
+        chunk = self.backend.read_log(self.spec, self._record.handle, None, tail_lines=lines)
+        for line, _ in chunk.lines:
+            state.fold_line(line, parse_line(line.text))
+        metrics = self._record.metrics or {}
+        if state.test is None and isinstance(metrics.get("test"), dict):
+            state.test = dict(metrics["test"])
+        return state
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobStatus:
         """Block until the job finishes; ``TimeoutError`` if it is still going after ``timeout`` s."""

@@ -7,6 +7,8 @@ each other ("database is locked") without any lock server.
 
 from __future__ import annotations
 
+from lanenb_trainer.errors import UserError
+
 import json
 import os
 import sqlite3
@@ -45,11 +47,11 @@ def lanenb_home() -> Path:
     return Path(os.environ.get("LANENB_HOME") or Path.home() / ".lanenb").expanduser()
 
 
-class JobExistsError(ValueError):
+class JobExistsError(UserError, ValueError):
     pass
 
 
-class JobNotFoundError(KeyError):
+class JobNotFoundError(UserError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0]) if self.args else "job not found"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from lanenb_trainer.config import BACKBONES, ENGINES  # one list for CLI, spec and trainer
+from lanenb_trainer.errors import UserError
 
 __all__ = ["SpecError", "VolumeMount", "KubernetesOptions", "TrainSpec", "generate_job_name",
            "ENGINES", "BACKBONES", "PULL_POLICIES", "CLEAN_POD_POLICIES"]
@@ -30,7 +31,7 @@ _QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[e
 _RESOURCE_NAME = re.compile(r"^rdma/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-class SpecError(ValueError):
+class SpecError(UserError, ValueError):
     """A ``TrainSpec`` field has a bad value; the message names the field and the value."""
 
     def __init__(self, field_name: str, value: Any, problem: str) -> None:
@@ -297,64 +298,106 @@ class TrainSpec:
     k8s: KubernetesOptions = field(default_factory=KubernetesOptions)
 
     def __post_init__(self) -> None:
-        if hasattr(self.dataset, "__fspath__"):
-            self.dataset = str(self.dataset)
-        if not isinstance(self.dataset, str) or not self.dataset.strip():
-            raise SpecError("dataset", self.dataset, "must be a non-empty path to a TuSimple-layout directory")
-        self.processes = _int("processes", self.processes, 1)  # type: ignore[assignment]
-        self.gpus = _int("gpus", self.gpus, 0)  # type: ignore[assignment]
-        self.batch_size = _int("batch_size", self.batch_size, 1)  # type: ignore[assignment]
-        self.epochs = _int("epochs", self.epochs, 1)  # type: ignore[assignment]
-        _choice("engine", self.engine, ENGINES)
-        _choice("backbone", self.backbone, BACKBONES)
-        self.image = _opt_str("image", self.image)
-        if self.image is not None and any(c.isspace() for c in self.image):
-            raise SpecError("image", self.image, "must not contain whitespace")
-        _choice("image_pull_policy", self.image_pull_policy, PULL_POLICIES)
-        if isinstance(self.volumes, (str, VolumeMount)):
-            self.volumes = [self.volumes]  # type: ignore[list-item]
-        if not isinstance(self.volumes, (list, tuple)):
-            raise SpecError("volumes", self.volumes, "must be a list of 'name:/mount[:ro]' strings")
-        self.volumes = [VolumeMount.parse(v) for v in self.volumes]
-        paths = [v.mount_path for v in self.volumes]
-        dup = sorted({p for p in paths if paths.count(p) > 1})
-        if dup:
-            raise SpecError("volumes", dup[0], "two volumes are mounted at the same path")
-        self.env = _env("env", self.env)
-        self.large_shm = _bool("large_shm", self.large_shm)
-        self.cpu = _quantity("cpu", self.cpu)
-        self.memory = _quantity("memory", self.memory)
-        self.enable_snapshot = _bool("enable_snapshot", self.enable_snapshot)
-        if self.pvc_name is not None:
-            check_rfc1123_subdomain("pvc_name", self.pvc_name)
-        if self.enable_snapshot and self.pvc_name is None:
-            raise SpecError("pvc_name", None, "is required when enable_snapshot is true (the PVC to snapshot)")
-        if self.name is None:
-            self.name = generate_job_name()
-        check_rfc1123_label("name", self.name)
-        from .backends import available_backends
+        self.check(first=True)
 
-        _choice("backend", self.backend, available_backends())
-        check_rfc1123_label("namespace", self.namespace)
-        if hasattr(self.run_dir, "__fspath__"):
-            self.run_dir = str(self.run_dir)
-        self.run_dir = _opt_str("run_dir", self.run_dir)
-        if isinstance(self.extra_args, str):
-            raise SpecError("extra_args", self.extra_args, "must be a list of strings (one argv item each), not one string")
-        if not isinstance(self.extra_args, (list, tuple)) or not all(isinstance(a, str) for a in self.extra_args):
-            raise SpecError("extra_args", self.extra_args, "must be a list of strings")
-        self.extra_args = list(self.extra_args)
-        self.max_steps = _int("max_steps", self.max_steps, 1, optional=True)
-        self.num_workers = _int("num_workers", self.num_workers, 0)  # type: ignore[assignment]
-        self.use_val = _bool("use_val", self.use_val)
-        self.val_batch_size = _int("val_batch_size", self.val_batch_size, 1, optional=True)
-        self.k8s = KubernetesOptions.from_dict(self.k8s)  # type: ignore[arg-type]
-        if self.backend == "local" and self.gpus:
-            import shutil
+    def check(self, first: bool = False) -> list[SpecError]:
+        """Coerce and check every field; raise the first problem (``first``) or return them all.
 
-            if shutil.which("nvidia-smi") is None:
-                raise SpecError("gpus", self.gpus, "no NVIDIA GPU found on this machine (nvidia-smi missing); "
-                                "use gpus=0 locally or backend='kubernetes'")
+        Each step checks one field (or one cross-field rule) so a form can show every problem
+        at once (``lanenb.jobs.validate``) while the constructor still fails on the first.
+        """
+        errors: list[SpecError] = []
+        for step in self._steps():
+            try:
+                step()
+            except SpecError as exc:
+                if first:
+                    raise
+                errors.append(exc)
+        return errors
+
+    def _steps(self) -> list[Any]:
+        def dataset() -> None:
+            if hasattr(self.dataset, "__fspath__"):
+                self.dataset = str(self.dataset)
+            if not isinstance(self.dataset, str) or not self.dataset.strip():
+                raise SpecError("dataset", self.dataset, "must be a non-empty path to a TuSimple-layout directory")
+
+        def ints() -> list[Any]:
+            def one(name: str, minimum: int, optional: bool = False) -> Any:
+                return lambda: setattr(self, name, _int(name, getattr(self, name), minimum, optional=optional))
+            return [one("processes", 1), one("gpus", 0), one("batch_size", 1), one("epochs", 1),
+                    one("max_steps", 1, True), one("num_workers", 0), one("val_batch_size", 1, True)]
+
+        def image() -> None:
+            self.image = _opt_str("image", self.image)
+            if self.image is not None and any(c.isspace() for c in self.image):
+                raise SpecError("image", self.image, "must not contain whitespace")
+
+        def volumes() -> None:
+            if isinstance(self.volumes, (str, VolumeMount)):
+                self.volumes = [self.volumes]  # type: ignore[list-item]
+            if not isinstance(self.volumes, (list, tuple)):
+                raise SpecError("volumes", self.volumes, "must be a list of 'name:/mount[:ro]' strings")
+            self.volumes = [VolumeMount.parse(v) for v in self.volumes]
+            paths = [v.mount_path for v in self.volumes]
+            dup = sorted({p for p in paths if paths.count(p) > 1})
+            if dup:
+                raise SpecError("volumes", dup[0], "two volumes are mounted at the same path")
+
+        def setter(name: str, coerce: Any) -> Any:
+            return lambda: setattr(self, name, coerce(name, getattr(self, name)))
+
+        def snapshot() -> None:
+            if self.pvc_name is not None:
+                check_rfc1123_subdomain("pvc_name", self.pvc_name)
+            if self.enable_snapshot is True and self.pvc_name is None:
+                raise SpecError("pvc_name", None, "is required when enable_snapshot is true (the PVC to snapshot)")
+
+        def name() -> None:
+            if self.name is None:
+                self.name = generate_job_name()
+            check_rfc1123_label("name", self.name)
+
+        def backend() -> None:
+            from .backends import available_backends
+
+            _choice("backend", self.backend, available_backends())
+
+        def run_dir() -> None:
+            if hasattr(self.run_dir, "__fspath__"):
+                self.run_dir = str(self.run_dir)
+            self.run_dir = _opt_str("run_dir", self.run_dir)
+
+        def extra_args() -> None:
+            if isinstance(self.extra_args, str):
+                raise SpecError("extra_args", self.extra_args, "must be a list of strings (one argv item each), not one string")
+            if not isinstance(self.extra_args, (list, tuple)) or not all(isinstance(a, str) for a in self.extra_args):
+                raise SpecError("extra_args", self.extra_args, "must be a list of strings")
+            self.extra_args = list(self.extra_args)
+
+        def k8s() -> None:
+            self.k8s = KubernetesOptions.from_dict(self.k8s)  # type: ignore[arg-type]
+
+        def local_gpus() -> None:
+            if self.backend == "local" and isinstance(self.gpus, int) and self.gpus:
+                import shutil
+
+                if shutil.which("nvidia-smi") is None:
+                    raise SpecError("gpus", self.gpus, "no NVIDIA GPU found on this machine (nvidia-smi missing); "
+                                    "use gpus=0 locally or backend='kubernetes'")
+
+        return [
+            dataset, *ints(),
+            lambda: _choice("engine", self.engine, ENGINES),
+            lambda: _choice("backbone", self.backbone, BACKBONES),
+            image,
+            lambda: _choice("image_pull_policy", self.image_pull_policy, PULL_POLICIES),
+            volumes, setter("env", _env), setter("large_shm", _bool), setter("cpu", _quantity),
+            setter("memory", _quantity), setter("enable_snapshot", _bool), snapshot, name, backend,
+            lambda: check_rfc1123_label("namespace", self.namespace), run_dir, extra_args,
+            setter("use_val", _bool), k8s, local_gpus,
+        ]
 
     # ----------------------------------------------------------------- trainer flags
     def trainer_args(self, run_dir: str | None = None) -> list[str]:

@@ -13,6 +13,8 @@ chunks of at most ~4 KiB and tags every chunk, so one long line of rank 0 can ar
 
 from __future__ import annotations
 
+from lanenb_trainer.errors import UserError
+
 import os
 import re
 import shutil
@@ -34,7 +36,7 @@ DEFAULT_EXPORTS = ("MASTER_ADDR", "MASTER_PORT", "PYTHONUNBUFFERED")
 _TAG = re.compile(r"\[\d+,(\d+)\]<(stdout|stderr)>:")
 
 
-class LaunchError(RuntimeError):
+class LaunchError(UserError, RuntimeError):
     """mpirun is missing or the launch request is invalid."""
 
 

@@ -8,11 +8,13 @@ work (the local launcher calls it too, before ``mpirun``), with a message naming
 
 from __future__ import annotations
 
+from .errors import UserError
+
 import argparse
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 ENGINES = ("auto", "horovod", "ddp")
 BACKBONES = ("small", "vgg16", "resnet18", "resnet34")
@@ -32,7 +34,7 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration value is invalid; the message names the flag or variable and the value."""
 
 
@@ -131,14 +133,25 @@ def _env_value(env: Mapping[str, str], var: str, field_type: type) -> Any:
     return raw
 
 
-def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] = (),
+                        title: str = "training") -> argparse.ArgumentParser:
     """Trainer flags, shared by ``python -m lanenb_trainer`` and ``lanenb train``.
 
     Defaults are ``None`` so :func:`config_from_args` can tell "not given" (use the env var,
     then the built-in default) from an explicit value.
     """
     d = TrainConfig()
-    g = parser.add_argument_group("training")
+    skip = set(exclude)
+    group = parser.add_argument_group(title)
+
+    class _Group:  # add_argument that skips excluded fields
+        @staticmethod
+        def add_argument(*flags: str, **kw: Any) -> None:
+            dest = kw.get("dest") or flags[0].lstrip("-").replace("-", "_")
+            if dest not in skip:
+                group.add_argument(*flags, **kw)
+
+    g = _Group()
     g.add_argument("--data", help="TuSimple-layout dataset root (clips/ + label JSON files)")
     g.add_argument("--run-dir", help="output directory written by rank 0")
     g.add_argument("--epochs", type=int, help=f"epochs (default {d.epochs})")

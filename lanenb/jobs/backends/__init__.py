@@ -4,6 +4,8 @@ so using the local backend never imports the ``kubernetes`` client.
 
 from __future__ import annotations
 
+from lanenb_trainer.errors import UserError
+
 import importlib
 from typing import Any, Callable, Union
 
@@ -20,7 +22,7 @@ _REGISTRY: dict[str, Union[Factory, str]] = {
 }
 
 
-class BackendError(ValueError):
+class BackendError(UserError, ValueError):
     """Unknown or unloadable backend."""
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -22,6 +23,20 @@ class LogLine:
 
     def __str__(self) -> str:
         return self.text if self.rank is None else f"[{self.rank}] {self.text}"
+
+
+@dataclass
+class LogChunk:
+    """Lines read from a cursor, each with the cursor that resumes right after it.
+
+    ``cursor`` resumes after the last line; ``complete`` is True when the log had nothing
+    more at the time of reading *and* the log is closed (the job's output has ended), so a
+    watcher that already saw a final status can stop.
+    """
+
+    lines: list[tuple[LogLine, str]] = field(default_factory=list)
+    cursor: str | None = None
+    complete: bool = False
 
 
 class Backend(abc.ABC):
@@ -63,6 +78,17 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def describe(self, spec: "TrainSpec", handle: dict[str, Any]) -> dict[str, Any]:
         """Everything useful for debugging the job, as plain JSON-able data."""
+
+    def read_log(self, spec: "TrainSpec", handle: dict[str, Any], cursor: str | None, *,
+                 max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
+        """Non-blocking: the lines after ``cursor`` (None: from the start, or only the last
+        ``tail_lines``). This default re-reads ``logs()`` and skips what the cursor (a line
+        count) already delivered; backends override it with a real seek."""
+        lines = list(self.logs(spec, handle, follow=False))
+        start = int(cursor) if cursor else (max(0, len(lines) - tail_lines) if tail_lines else 0)
+        picked = list(itertools.islice(enumerate(lines[start:], start + 1), max_lines))
+        end = picked[-1][0] if picked else start
+        return LogChunk([(line, str(i)) for i, line in picked], str(end), end >= len(lines))
 
     def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
         raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot suspend jobs")

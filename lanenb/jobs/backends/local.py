@@ -27,7 +27,7 @@ from lanenb_trainer.events import parse_line, split_rank_tag
 from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
 
 from ..status import JobState, JobStatus
-from .base import Backend, LogLine
+from .base import Backend, LogChunk, LogLine
 from .supervise import CANCEL_NAME, EXIT_NAME, LOG_NAME, SUPERVISOR_PREFIX
 
 __all__ = ["LocalBackend"]
@@ -286,6 +286,54 @@ class LocalBackend(Backend):
                 line = self._to_logline(pending)
                 if worker is None or line.rank == worker:
                     yield line
+
+    def read_log(self, spec, handle: dict[str, Any], cursor: str | None, *, max_lines: int = 5000,
+                 tail_lines: int | None = None) -> LogChunk:
+        """Seek to byte offset ``cursor`` in ``job.log`` and return the whole lines after it."""
+        if not handle:
+            return LogChunk([], cursor, False)
+        log_path = Path(handle["log"])
+        # decided before reading: once the output is closed nothing is appended any more
+        closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
+        offset = 0
+        if cursor:
+            try:
+                offset = int(cursor)
+                if offset < 0:
+                    raise ValueError
+            except ValueError:
+                from ..spec import SpecError
+
+                raise SpecError("cursor", cursor, "is not a cursor of a local job's log") from None
+        try:
+            fh = open(log_path, "rb")
+        except FileNotFoundError:
+            return LogChunk([], cursor, closed)
+        with fh:
+            size = os.fstat(fh.fileno()).st_size
+            if offset > size:  # the log was replaced (run dir reused): start again
+                offset = 0
+            if not cursor and tail_lines:
+                offset = max(0, size - max(64 * 1024, 400 * tail_lines))
+            fh.seek(offset)
+            data = fh.read(size - offset)
+        pos = offset
+        if not cursor and tail_lines and offset > 0:  # drop the partial first line
+            cut = data.find(b"\n") + 1
+            data, pos = data[cut:], offset + cut
+        lines: list[tuple[LogLine, str]] = []
+        for raw in data.split(b"\n")[:-1]:
+            pos += len(raw) + 1
+            lines.append((self._to_logline(raw), str(pos)))
+        rest = data[data.rfind(b"\n") + 1:]
+        if rest and closed:  # a last line without newline, once nothing more can follow
+            pos += len(rest)
+            lines.append((self._to_logline(rest), str(pos)))
+        if not cursor and tail_lines:
+            lines = lines[-tail_lines:]
+        lines = lines[:max_lines]
+        end = int(lines[-1][1]) if lines else (offset if cursor or not tail_lines else pos)
+        return LogChunk(lines, str(end), closed and end >= size)
 
     @staticmethod
     def _to_logline(raw: bytes) -> LogLine:

@@ -14,6 +14,8 @@ The reader and the checker run the *same* validation code so a dataset that pass
 
 from __future__ import annotations
 
+from ..errors import UserError
+
 import json
 import os
 import warnings
@@ -69,7 +71,7 @@ class Problem:
         return f"{self.file}:{self.line}: {self.message}"
 
 
-class LabelError(ValueError):
+class LabelError(UserError, ValueError):
     """A label or image problem, message ``FILE:LINE: message``."""
 
     def __init__(self, problem: Problem):

@@ -4,6 +4,8 @@ half-written submission behind)."""
 
 from __future__ import annotations
 
+from ..errors import UserError
+
 import json
 import os
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Any, Iterable
 from lanenb_trainer.atomic import atomic_open
 
 
-class EvalError(ValueError):
+class EvalError(UserError, ValueError):
     """A prediction or ground-truth file the evaluator cannot score; the message names
     the file, the line and the frame so the user knows what to fix."""
 

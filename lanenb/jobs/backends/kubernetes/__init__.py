@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from kubernetes.client.exceptions import ApiException
 
-from ..base import Backend, LogLine
+from ..base import Backend, LogChunk, LogLine
 from .client import (
     INSTALL_HINT, MPIJOB_GROUP, MPIJOB_PLURAL, MPIJOB_VERSION, Clients, KubernetesAPIError, KubernetesConfigError,
     KubernetesError, KubernetesUnreachableError, OperatorNotInstalledError, RetryPolicy, load_clients,
 )
-from .logs import find_pod, follow_pod_lines, pod_dicts, read_pod, read_pod_lines, to_log_lines
+from .logs import (
+    StampCursor, _container_terminated, find_pod, follow_pod_lines, pod_dicts, read_pod, read_pod_lines,
+    read_pod_lines_after, to_log_lines,
+)
 from .manifests import ManifestError, build_mpijob, cluster_run_dir, namespace_for, render
 from .names import InvalidNameError, check_label
 from .status import missing_status, mpijob_status
@@ -202,6 +205,22 @@ class KubernetesBackend(Backend):
 
         yield from to_log_lines(
             follow_pod_lines(clients, namespace, pod_name, container, refresh=refresh, stop=stopped), source)
+
+    def read_log(self, spec: "TrainSpec", handle: dict[str, Any], cursor: str | None, *,
+                 max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
+        """The launcher pod's lines after a timestamp cursor (one non-follow log request)."""
+        pos = StampCursor.decode(cursor)
+        clients, namespace, name = self._for(spec, handle)
+        pod = find_pod(clients, namespace, name)
+        if pod is None:  # not created yet, or deleted with the job: nothing to read now
+            return LogChunk([], cursor, True)
+        closed = _container_terminated(pod)  # decided before reading, like the local backend
+        read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], "launcher", pos,
+                                    tail_lines=tail_lines)
+        lines = [(line, c) for line, (_, c) in zip(to_log_lines([t for t, _ in read], "launcher"), read)]
+        more = len(lines) > max_lines
+        lines = lines[:max_lines]
+        return LogChunk(lines, lines[-1][1] if lines else cursor, closed and not more)
 
     def cancel(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
         """Delete the MPIJob; Foreground propagation removes the pods before the job object."""

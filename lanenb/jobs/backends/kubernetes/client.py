@@ -7,6 +7,8 @@ error naming the server and the context instead of a urllib3 traceback.
 
 from __future__ import annotations
 
+from lanenb_trainer.errors import UserError
+
 import os
 import random
 import time
@@ -35,7 +37,7 @@ INSTALL_HINT = (
 T = TypeVar("T")
 
 
-class KubernetesError(RuntimeError):
+class KubernetesError(UserError, RuntimeError):
     """Anything the Kubernetes backend cannot do, explained for the person at the notebook."""
 
 

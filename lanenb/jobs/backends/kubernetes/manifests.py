@@ -7,6 +7,8 @@ string) with ``python -m lanenb_trainer``; workers run sshd and get the GPUs.
 
 from __future__ import annotations
 
+from lanenb_trainer.errors import UserError
+
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +39,7 @@ BASE_ENV = {"PYTHONUNBUFFERED": "1"}
 PASSTHROUGH = ("PATH", "LD_LIBRARY_PATH")
 
 
-class ManifestError(ValueError):
+class ManifestError(UserError, ValueError):
     """The spec cannot be expressed as an MPIJob; the message names the field."""
 
 

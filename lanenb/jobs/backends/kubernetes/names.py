@@ -6,6 +6,8 @@ about the object rather than the notebook argument that produced it.
 
 from __future__ import annotations
 
+from lanenb_trainer.errors import UserError
+
 from lanenb.jobs.spec import RFC1123_LABEL as _LABEL
 from lanenb.jobs.spec import RFC1123_SUBDOMAIN as _SUBDOMAIN
 
@@ -15,7 +17,7 @@ LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
 
 
-class InvalidNameError(ValueError):
+class InvalidNameError(UserError, ValueError):
     """A Kubernetes object name is not valid; the message names what and the bad value."""
 
 
