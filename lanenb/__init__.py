@@ -1,3 +1,18 @@
-"""lanenb: notebook-first distributed lane-detection training."""
+"""lanenb: notebook-first distributed lane-detection training.
+
+``%load_ext lanenb`` registers the magics (``%lanetrain``, ``%lanejobs``, ...); importing the
+package alone has no side effects and imports no Jupyter library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Called by ``%load_ext lanenb``."""
+    from lanenb.notebook.magics import load_ipython_extension as load
+
+    load(ipython)

@@ -8,40 +8,44 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import sys
 from typing import Any, Callable, TextIO
 
+from lanenb.errors import UserError
+from lanenb.jobs.arguments import add_job_arguments, runai_fields, spec_from_args
+from lanenb.jobs.spec import TrainSpec
 from lanenb.launch.mpirun import LaunchError, OutputLine, launch_env, run_local
-from lanenb_trainer.config import ConfigError, TrainConfig, add_train_arguments, config_from_args
+from lanenb_trainer.config import TrainConfig, parse_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "train", help="train SCNN on this machine with N MPI ranks",
-        description="Run N trainer ranks locally with mpirun (Horovod or torch.distributed).",
+        "train", help="train SCNN with N MPI ranks, here or on Kubernetes",
+        description=("Run N trainer ranks (Horovod or torch.distributed). Locally the ranks run in the "
+                     "foreground under mpirun; with --backend kubernetes (or --detach) the job is submitted "
+                     "through the Job API and its log followed. The flags are exactly %lanetrain's."),
     )
-    add_launch_arguments(p)
-    add_train_arguments(p)
-    p.set_defaults(func=cmd_train)
+    add_job_arguments(p)
+    add_console_arguments(p)
+    p.set_defaults(func=cmd_train, parser=p)
 
 
-def add_launch_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("launch")
-    g.add_argument("--processes", "-np", type=int, default=1, help="number of ranks (default 1)")
+def add_console_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("console")
     g.add_argument("--show-system", action="store_true", help="also print the per-rank system events")
     g.add_argument("--raw", action="store_true", help="print every line as received (events as JSON)")
+    g.add_argument("--detach", action="store_true",
+                   help="submit as a background job and return (lanenb jobs logs -f NAME follows it)")
 
 
 def default_run_dir() -> str:
     return "runs/" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def resolve(args: argparse.Namespace) -> TrainConfig:
-    if args.processes is None or args.processes < 1:
-        raise ConfigError(f"--processes must be an integer >= 1, got {args.processes}")
-    if not getattr(args, "run_dir", None):
-        args.run_dir = default_run_dir()
-    return config_from_args(args)
+def resolve(args: argparse.Namespace) -> TrainSpec:
+    """The spec from the flags, with RUN:AI variables of this shell as defaults (as the trainer)."""
+    return spec_from_args(args, args.parser, base=runai_fields(os.environ))
 
 
 class ConsoleRenderer:
@@ -154,7 +158,7 @@ class ConsoleRenderer:
 def launch(cfg: TrainConfig, processes: int, *, renderer: Callable[[OutputLine], Any] | None = None,
            env: dict[str, str] | None = None) -> int:
     """Run a validated config on ``processes`` local ranks; returns the exit status."""
-    return run_local(processes, cfg.to_argv(), env=launch_env(env), on_line=renderer)
+    return run_local(processes, cfg.to_argv(), env=launch_env(extra=env), on_line=renderer)
 
 
 def _stop_on_sigterm() -> None:
@@ -170,29 +174,65 @@ def _stop_on_sigterm() -> None:
 
 
 
-def launch_in_console(cfg: TrainConfig, processes: int, renderer: "ConsoleRenderer", *, prog: str) -> int:
+def launch_in_console(cfg: TrainConfig, processes: int, renderer: "ConsoleRenderer", *, prog: str,
+                      env: dict[str, str] | None = None) -> int:
     """Run the ranks with ``renderer`` printing their lines; SIGTERM stops them like Ctrl-C.
 
     Returns the run's exit status, or 2 after printing why mpirun could not start.
     """
     _stop_on_sigterm()
     try:
-        return launch(cfg, processes, renderer=renderer)
+        return launch(cfg, processes, renderer=renderer, env=env)
     except LaunchError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     finally:
         renderer.close()
 
+
+def follow_job(job, renderer: "ConsoleRenderer") -> int:
+    """Print a submitted job's log through ``renderer`` until it ends; Ctrl-C detaches."""
+    from lanenb.launch.mpirun import OutputLine as _Line
+
+    try:
+        for update in job.updates():
+            if update.line is not None:
+                renderer(_Line(update.line.rank, "stdout", update.line.text, update.event))
+    except KeyboardInterrupt:
+        print(f"detached: {job.name} keeps running (lanenb jobs cancel {job.name} stops it)", file=sys.stderr)
+        return 130
+    finally:
+        renderer.close()
+    status = job.status()
+    print(f"{job.name}: {status}", flush=True)
+    return 0 if status.state.value == "succeeded" else 1
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     try:
-        cfg = resolve(args)
-    except ConfigError as exc:
+        spec = resolve(args)
+        if spec.backend == "local" and not args.detach:
+            run_dir = spec.run_dir or default_run_dir()
+            cfg = parse_config(spec.trainer_args(run_dir), env={**os.environ, **spec.env})
+    except UserError as exc:
         print(f"lanenb train: error: {exc}", file=sys.stderr)
         return 2
+    renderer = ConsoleRenderer(show_system=args.show_system, raw=args.raw)
+    if spec.backend != "local" or args.detach:
+        from lanenb.jobs import submit
+
+        try:
+            job = submit(spec)
+        except UserError as exc:
+            print(f"lanenb train: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"submitted {job.name} ({spec.backend}); run dir {job.run_dir}", flush=True)
+        if args.detach:
+            print(f"follow it: lanenb jobs logs -f {job.name}    stop it: lanenb jobs cancel {job.name}")
+            return 0
+        return follow_job(job, renderer)
     print(f"run dir: {cfg.run_dir}", flush=True)
-    code = launch_in_console(cfg, args.processes, ConsoleRenderer(show_system=args.show_system, raw=args.raw),
-                             prog="lanenb train")
+    code = launch_in_console(cfg, spec.processes, renderer, prog="lanenb train", env=spec.env)
     if code == 130:
         print("interrupted: all ranks stopped", file=sys.stderr)
     elif code != 0:

@@ -17,7 +17,7 @@ from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
 
 from .spec import SpecError, TrainSpec
 
-__all__ = ["add_job_arguments", "spec_from_args", "spec_fields_from_args", "SPEC_TRAINER_FIELDS"]
+__all__ = ["add_job_arguments", "spec_from_args", "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS"]
 
 # TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
 SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
@@ -29,7 +29,7 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                                    help="dataset root in TuSimple layout (a path inside the cluster with "
                                         "--backend kubernetes, e.g. under a --pvc mount)")),
     (("--processes", "-np"), dict(type=int, metavar="N", help="MPI ranks (runai --processes); default 2")),
-    (("--gpus", "-g"), dict(type=int, metavar="N", help="GPUs per process (runai --gpus); default 0")),
+    (("--gpus", "--gpu", "-g"), dict(type=int, metavar="N", help="GPUs per process (runai --gpus); default 0")),
     (("--batch-size",), dict(type=int, metavar="N",
                              help="per-rank batch size; the global batch is processes x this (default 8)")),
     (("--epochs",), dict(type=int, metavar="N", help="epochs (default 1)")),
@@ -110,6 +110,29 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
     return fields
 
 
+# RUN:AI guide variable -> TrainSpec field: `-e BATCH_SIZE=33` works as in `runai submit-mpi`
+# when the flag itself is not given (TrainSpec passes every trainer value explicitly).
+RUNAI_ENV_FIELDS = {"BATCH_SIZE": "batch_size", "VAL_BATCH_SIZE": "val_batch_size", "USE_VAL": "use_val",
+                    "ENABLE_SNAPSHOT": "enable_snapshot", "PVC_NAME": "pvc_name"}
+
+
+def runai_fields(env: Mapping[str, str]) -> dict[str, Any]:
+    """``TrainSpec`` fields that RUN:AI-guide variables in ``env`` stand for."""
+    out: dict[str, Any] = {name: env[var] for var, name in RUNAI_ENV_FIELDS.items()
+                           if var in env and str(env[var]).strip() != ""}
+    if "USE_WORKERS" in env and str(env["USE_WORKERS"]).strip():
+        use = str(env["USE_WORKERS"]).strip().lower() in ("true", "1", "yes", "on")
+        out["num_workers"] = env.get("NUM_WORKERS", "2") if use else 0
+    return out  # values are coerced and checked by TrainSpec, which names the field
+
+
+def _runai_env_defaults(data: dict[str, Any]) -> None:
+    from .spec import _env
+
+    for name, value in runai_fields(_env("env", data.get("env"))).items():
+        data.setdefault(name, value)
+
+
 def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
                    base: Mapping[str, Any] | None = None) -> TrainSpec:
     """Build the spec: ``base`` (e.g. a ``%%lanetrain`` YAML body), then the given flags.
@@ -124,6 +147,7 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     if "extra_args" in given and data.get("extra_args"):
         given["extra_args"] = list(data["extra_args"]) + given["extra_args"]
     data.update(given)
+    _runai_env_defaults(data)
     if not data.get("dataset"):
         raise SpecError("dataset", None, "is required: give --data PATH (a TuSimple-layout dataset root)")
     return TrainSpec.from_dict(data)

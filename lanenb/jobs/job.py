@@ -64,6 +64,15 @@ class Job:
         return self._backend
 
     @property
+    def created(self) -> float | None:
+        """When the job was submitted (UNIX seconds)."""
+        return self._record.created
+
+    @property
+    def backend_name(self) -> str:
+        return self._record.backend
+
+    @property
     def run_dir(self) -> str | None:
         return self._record.run_dir
 
@@ -224,6 +233,9 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
     registry = registry or JobRegistry()
     backend = get_backend(spec.backend, **backend_opts)
     assert spec.name is not None  # generated in __post_init__
+    if spec.backend == "local" and not Path(spec.dataset).expanduser().is_absolute():
+        # the ranks run in the run dir, not in the notebook's folder: pin what the user meant
+        spec = spec.replace(dataset=str(Path(spec.dataset).expanduser().resolve()))
     stored = spec.to_dict()
     if spec.backend == "local":
         run_dir: str | None = str(Path(spec.run_dir).expanduser().resolve() if spec.run_dir

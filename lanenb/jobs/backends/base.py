@@ -90,5 +90,14 @@ class Backend(abc.ABC):
         end = picked[-1][0] if picked else start
         return LogChunk([(line, str(i)) for i, line in picked], str(end), end >= len(lines))
 
+    def capacity(self, spec: "TrainSpec | None" = None) -> dict[str, int]:
+        """What a launch form may offer: ``processes`` (most ranks), ``gpus`` (GPUs in all),
+        ``gpus_per_process`` (most GPUs one rank can get). A backend that cannot tell says 1/0/0."""
+        return {"processes": 1, "gpus": 0, "gpus_per_process": 0}
+
+    def datasets(self, spec: "TrainSpec | None" = None) -> list[str]:
+        """Datasets a launch form can offer (local directories, or PVC names on a cluster)."""
+        return []
+
     def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
         raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot suspend jobs")

@@ -7,6 +7,7 @@ conditions and pod states into plain words, ``logs`` finds and follows the launc
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -221,6 +222,32 @@ class KubernetesBackend(Backend):
         more = len(lines) > max_lines
         lines = lines[:max_lines]
         return LogChunk(lines, lines[-1][1] if lines else cursor, closed and not more)
+
+    def capacity(self, spec: "TrainSpec | None" = None) -> dict[str, int]:
+        """Allocatable ``nvidia.com/gpu`` over the cluster's nodes (one rank per GPU); a
+        cluster without GPUs offers up to 64 CPU ranks."""
+        clients = self.clients(spec.k8s.context if spec is not None else None)
+        resp = clients.call(clients.core.list_node, what="listing nodes", _preload_content=False,
+                            _request_timeout=(5, 30))
+        per_node = []
+        for node in json.loads(resp.data).get("items") or []:
+            alloc = ((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", "0")
+            try:
+                per_node.append(int(str(alloc)))
+            except ValueError:
+                per_node.append(0)
+        total = sum(per_node)
+        if total == 0:
+            return {"processes": 64, "gpus": 0, "gpus_per_process": 0}
+        return {"processes": total, "gpus": total, "gpus_per_process": max(per_node)}
+
+    def datasets(self, spec: "TrainSpec | None" = None) -> list[str]:
+        """Names of the PVCs in the spec's namespace (mount one to train on its data)."""
+        clients = self.clients(spec.k8s.context if spec is not None else None)
+        namespace = namespace_for(spec) if spec is not None else "default"
+        resp = clients.call(clients.core.list_namespaced_persistent_volume_claim, namespace,
+                            what="listing PVCs", _preload_content=False, _request_timeout=(5, 30))
+        return sorted(p["metadata"]["name"] for p in json.loads(resp.data).get("items") or [])
 
     def cancel(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
         """Delete the MPIJob; Foreground propagation removes the pods before the job object."""

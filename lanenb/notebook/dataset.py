@@ -1,0 +1,129 @@
+"""``DatasetPreview``: look at a dataset before training on it.
+
+Frames with their lanes drawn (coloured by SCNN slot), split sizes, a histogram of lanes per
+frame, and the problems ``lanenb data check`` would report. Built on the trainer's own reader
+and preview code, so what is shown is what the ranks will read.
+"""
+
+from __future__ import annotations
+
+import collections
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+import cv2
+import ipywidgets as widgets
+
+from lanenb.errors import UserError
+from lanenb_trainer.data.labels import check_dataset
+from lanenb_trainer.data.preview import preview_grid
+from lanenb_trainer.data.splits import SPLITS, load_split
+
+from .charts import render_histogram
+from .fallback import StaticFallback
+
+__all__ = ["DatasetPreview", "DatasetError", "encode_png"]
+
+
+class DatasetError(UserError, ValueError):
+    """The path is not a dataset the preview can read; the message names it."""
+
+
+def encode_png(rgb) -> bytes:
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    if not ok:  # pragma: no cover - only for an unencodable array
+        raise ValueError("PNG encoding failed")
+    return buf.tobytes()
+
+
+class DatasetPreview(StaticFallback, widgets.VBox):
+    """Frames with lanes, split sizes, lanes-per-frame histogram and ``data check`` problems.
+
+    Args:
+        path: a dataset root in TuSimple layout.
+        n: frames in the grid (1..64).
+        split: the split the grid shows first (train, val or test).
+        seed: which frames; the "other frames" button draws new ones.
+
+    Raises:
+        DatasetError: ``path`` is not a directory or has no label files, or ``n``/``split`` is bad.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], n: int = 8, split: str = "train", seed: int = 0,
+                 **kwargs: Any) -> None:
+        root = Path(path).expanduser()
+        if not root.is_dir():
+            raise DatasetError(f"path={str(path)!r}: no such directory")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 64:
+            raise DatasetError(f"n={n!r}: must be an integer from 1 to 64")
+        if split not in SPLITS:
+            raise DatasetError(f"split={split!r}: must be one of {', '.join(SPLITS)}")
+        self.root, self.n, self.seed = root, n, seed
+        self.problems = check_dataset(root)
+        self.sizes: dict[str, int] = {}
+        self.lane_counts: collections.Counter[int] = collections.Counter()
+        for name in SPLITS:
+            try:
+                records = load_split(root, name, skip_invalid=True)
+            except (ValueError, OSError):
+                self.sizes[name] = 0
+                continue
+            self.sizes[name] = len(records)
+            if name != "val":  # val is held out of train: counted there already
+                for rec in records:
+                    self.lane_counts[sum(1 for lane in rec.lanes if any(x >= 0 for x in lane))] += 1
+        if not any(self.sizes.values()):
+            raise DatasetError(f"path={str(path)!r}: no labelled frames (expected label_data*.json / "
+                               f"test_label.json in the TuSimple layout)")
+        available = [s for s in SPLITS if self.sizes.get(s)]
+        self.split = widgets.Dropdown(options=available, value=split if split in available else available[0],
+                                      description="split")
+        self.other = widgets.Button(description="other frames", icon="refresh")
+        self.grid = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.table = widgets.HTML(self._table_html())
+        counts = [self.lane_counts.get(k, 0) for k in range(0, max(self.lane_counts or {0: 0}) + 1)]
+        self._hist = render_histogram(counts, [str(k) for k in range(len(counts))],
+                                      "lanes per frame (train + test)", "lanes")
+        self.histogram = widgets.Image(value=self._hist, format="png")
+        self.problem_box = widgets.HTML(self._problems_html())
+        self.split.observe(lambda _c: self._draw(), names="value")
+        self.other.on_click(self._next)
+        super().__init__(children=[
+            widgets.HTML(f"<b>{html.escape(str(root))}</b>"), widgets.HBox([self.split, self.other]), self.grid,
+            widgets.HBox([self.table, self.histogram]), self.problem_box,
+        ], **kwargs)
+        self._draw()
+
+    def _next(self, _button: Any = None) -> None:
+        self.seed += 1
+        self._draw()
+
+    def _draw(self) -> None:
+        self._png = encode_png(preview_grid(self.root, n=self.n, split=self.split.value, seed=self.seed))
+        self.grid.value = self._png
+
+    def _table_html(self) -> str:
+        rows = "".join(f"<tr><td style='padding:0 10px'>{k}</td><td style='text-align:right'>{v}</td></tr>"
+                       for k, v in self.sizes.items())
+        total = sum(self.lane_counts.values())
+        return (f"<table><tr><th>split</th><th>frames</th></tr>{rows}</table>"
+                f"<small>{total} frames counted for the histogram</small>")
+
+    def _problems_html(self) -> str:
+        if not self.problems:
+            return "<span style='color:#2e7d32'>data check: no problems</span>"
+        shown = "<br>".join(html.escape(str(p)) for p in self.problems[:20])
+        more = f"<br>... and {len(self.problems) - 20} more" if len(self.problems) > 20 else ""
+        return f"<div style='color:#c62828'><b>data check: {len(self.problems)} problem(s)</b><br>{shown}{more}</div>"
+
+    def static_png(self) -> bytes | None:
+        return self._png
+
+    def static_text(self) -> str:
+        sizes = ", ".join(f"{k} {v}" for k, v in self.sizes.items())
+        hist = ", ".join(f"{k} lanes: {v}" for k, v in sorted(self.lane_counts.items()))
+        problems = f"{len(self.problems)} problem(s): " + "; ".join(str(p) for p in self.problems[:5]) \
+            if self.problems else "no problems"
+        return f"dataset {self.root}: {sizes} frames\nlanes per frame: {hist}\ndata check: {problems}"

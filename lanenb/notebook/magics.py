@@ -1,0 +1,304 @@
+"""IPython magics: ``%lanetrain``, ``%%lanetrain``, ``%lanejobs``, ``%lanelogs``, ``%lanestop``,
+``%laneshow``. Registered by ``%load_ext lanenb`` only (``import lanenb`` has no side effects).
+
+``%lanetrain`` parses exactly the flags ``lanenb train`` parses (``lanenb.jobs.arguments``),
+submits through the Job API, returns the ``Job`` at once and shows the live view below the
+cell. User mistakes (``UserError``) become IPython's ``UsageError``: one line naming the bad
+value, no traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import time
+from typing import Any, Callable
+
+import yaml
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.utils.process import arg_split
+from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
+
+from lanenb.errors import UserError
+from lanenb.jobs import Job, JobState, get_job, list_jobs, submit
+from lanenb.jobs.arguments import add_job_arguments, spec_from_args
+from lanenb.jobs.runstate import format_duration
+
+__all__ = ["LaneMagics", "load_ipython_extension", "train_parser", "resolve_job"]
+
+
+def train_parser() -> MagicArgumentParser:
+    """``%lanetrain``'s parser: the shared job + trainer flags, plus ``--wait``."""
+    parser = MagicArgumentParser(
+        prog="%lanetrain",
+        description=("Launch MPI data-parallel SCNN training (locally or on Kubernetes) and show it live. "
+                     "Returns the Job at once: job = %lanetrain --data DATA --processes 3 --gpus 1 "
+                     "--batch-size 33. As %%lanetrain, the cell body is a YAML TrainSpec and flags on "
+                     "the line override it."),
+    )
+    add_job_arguments(parser)
+    parser.add_argument("--wait", action="store_true",
+                        help="block until the job ends, then show its final state (for papermill runs)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="launch nothing: show the spec and what would run (mpirun argv, or the MPIJob YAML)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="with --wait: stop waiting after S seconds (the job keeps running)")
+    return parser
+
+
+_PARSER = train_parser()
+
+
+def _user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``UserError`` (and YAML errors) -> one-line ``UsageError``; bugs keep their traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except UserError as exc:
+            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            raise UsageError(msg) from None
+
+    return wrapper
+
+
+def _yaml_spec(cell: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(cell)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise UsageError(f"%%lanetrain: the cell is not valid YAML{where}: "
+                         f"{getattr(exc, 'problem', None) or exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(f"%%lanetrain: the cell must be a YAML mapping of TrainSpec fields "
+                         f"(dataset: ..., processes: ...), got a {type(data).__name__}: {data!r}")
+    return data
+
+
+def resolve_job(token: str, user_ns: dict[str, Any]) -> Job:
+    """A job from a name, a variable holding a ``Job``, or a ``Job``'s repr (``$job`` expansion).
+
+    Raises:
+        UsageError: no job argument, or no such job.
+    """
+    token = token.strip()
+    if not token:
+        raise UsageError("name a job: a job name or a variable holding a Job (%lanejobs lists them)")
+    value = user_ns.get(token)
+    if isinstance(value, Job):
+        return value
+    m = re.match(r"^<Job (\S+)", token)
+    name = m.group(1) if m else token
+    try:
+        return get_job(name)
+    except UserError as exc:
+        raise UsageError(f"no job named {name!r}; %lanejobs lists the jobs") from exc
+
+
+@magics_class
+class LaneMagics(Magics):
+    """The lanenb magics; see each magic's ``?`` help."""
+
+    @line_cell_magic
+    @_user_errors
+    def lanetrain(self, line: str, cell: str | None = None) -> Job:
+        # posix splitting, as a shell: -e USE_VAL="false" gives false, not '"false"' (runai commands quote)
+        ns = _PARSER.parse_args(arg_split(line, posix=True))
+        base = _yaml_spec(cell) if cell is not None else None
+        spec = spec_from_args(ns, _PARSER, base)
+        if ns.dry_run:
+            return _dry_run(spec)
+        from .view import JobView
+
+        job = submit(spec)
+        where = "this machine" if spec.backend == "local" else f"{spec.backend} (namespace {job.handle.get('namespace')})"
+        print(f"launched {job.name} on {where}: {spec.processes} process(es) x {max(spec.gpus, 0)} GPU(s), "
+              f"batch {spec.batch_size} per rank = global batch {spec.batch_size * spec.processes}; "
+              f"run dir {job.run_dir}")
+        view = JobView(job, start=False)
+        view.show()
+        view.start()
+        if ns.wait:
+            try:
+                job.wait(timeout=ns.timeout)
+            except TimeoutError as exc:
+                print(f"{exc}; the view keeps updating")
+                return job
+            except KeyboardInterrupt:
+                print(f"stopped waiting; {job.name} keeps running (%lanestop {job.name} cancels it)")
+                return job
+            view.finish()
+            status = job.status()
+            print(f"{job.name}: {status}" + _metrics_text(job))
+        return job
+
+    @line_magic
+    @magic_arguments()
+    @argument("--limit", type=int, default=20, help="newest N jobs (default 20)")
+    @_user_errors
+    def lanejobs(self, line: str) -> None:
+        """A table of lanenb jobs, newest first: name, backend, status, progress, accuracy, age."""
+        args = parse_argstring(self.lanejobs, line)
+        if args.limit < 1:
+            raise UsageError(f"--limit must be >= 1, got {args.limit}")
+        from IPython.display import display
+
+        display(JobTable(list_jobs()[: args.limit]))
+
+    @line_magic
+    @magic_arguments()
+    @argument("job", help="job name or a variable holding a Job")
+    @argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+    @argument("--rank", default=None, help="only this rank's lines (an integer, or 'launcher')")
+    @argument("--tail", type=int, default=200, help="lines of history to print first (default 200)")
+    @_user_errors
+    def lanelogs(self, line: str) -> None:
+        """Print a job's log (``[rank] line``); ``-f`` follows it live."""
+        args = parse_argstring(self.lanelogs, line)
+        job = resolve_job(args.job, self.shell.user_ns)
+        rank: Any = "all"
+        if args.rank is not None:
+            if args.rank == "launcher":
+                rank = None
+            elif re.fullmatch(r"\d+", args.rank):
+                rank = int(args.rank)
+            else:
+                raise UsageError(f"--rank {args.rank!r}: must be a rank number (0, 1, ...) or 'launcher'")
+        if args.tail < 0:
+            raise UsageError(f"--tail must be >= 0, got {args.tail}")
+        chunk = job.backend.read_log(job.spec, job.handle, None, tail_lines=max(args.tail, 1))
+        lines = [ln for ln, _ in chunk.lines if rank == "all" or ln.rank == rank]
+        for ln in lines[-args.tail:] if args.tail else []:
+            print(ln, flush=False)
+        if not args.follow:
+            return
+        cursor = f"|{chunk.cursor or ''}"
+        try:
+            for update in job.updates(cursor):
+                if update.line is not None and (rank == "all" or update.line.rank == rank):
+                    print(update.line, flush=True)
+        except KeyboardInterrupt:
+            print("(stopped following; the job keeps running)")
+        print(f"{job.name}: {job.status()}")
+
+    @line_magic
+    @magic_arguments()
+    @argument("job", help="job name or a variable holding a Job")
+    @_user_errors
+    def lanestop(self, line: str) -> None:
+        """Cancel a job: every rank stops (locally SIGTERM then SIGKILL; on Kubernetes the MPIJob is deleted)."""
+        args = parse_argstring(self.lanestop, line)
+        job = resolve_job(args.job, self.shell.user_ns)
+        before = job.status()
+        if before.state.finished:
+            print(f"{job.name} had already ended: {before}")
+            return
+        status = job.cancel()
+        print(f"{job.name}: {status}")
+
+    @line_magic
+    @magic_arguments()
+    @argument("job", help="job name or a variable holding a Job")
+    @_user_errors
+    def laneshow(self, line: str) -> "Any":
+        """Show (or re-attach) the live view of a job, e.g. after a kernel restart."""
+        args = parse_argstring(self.laneshow, line)
+        job = resolve_job(args.job, self.shell.user_ns)
+        from .view import JobView
+
+        view = JobView(job, start=False)
+        if job.status().state.finished:
+            view.finish()  # draw the final state before displaying: a saved notebook keeps it
+            view.show()
+        else:
+            view.show()
+            view.start()
+
+
+LaneMagics.lanetrain.__doc__ = _PARSER.format_help()
+
+
+def _dry_run(spec: Any) -> None:
+    """Print the validated spec and what would run; every problem is listed, nothing starts."""
+    from lanenb.jobs import get_backend, validate
+
+    problems = validate(spec)
+    print(f"spec: {spec.processes} process(es) x {spec.gpus} GPU(s), batch {spec.batch_size} per rank = "
+          f"global batch {spec.batch_size * spec.processes}, {spec.epochs} epoch(s), engine {spec.engine}, "
+          f"backbone {spec.backbone}, backend {spec.backend}")
+    for problem in problems:
+        print(f"problem: {problem}")
+    backend = get_backend(spec.backend)
+    if hasattr(backend, "render"):
+        print(backend.render(spec))
+    elif hasattr(backend, "launcher_argv") and not problems:
+        import shlex
+
+        print("mpirun argv:", shlex.join(backend.launcher_argv(spec, spec.run_dir or "<run dir>")))
+
+
+def _metrics_text(job: Job) -> str:
+    m = job.metrics or {}
+    test = m.get("test") if isinstance(m.get("test"), dict) else None
+    if not test:
+        return ""
+    return (f"; test accuracy {test.get('accuracy', 0):.4f} FP {test.get('fp', 0):.4f} "
+            f"FN {test.get('fn', 0):.4f} ({test.get('frames')} frames)")
+
+
+class JobTable:
+    """``%lanejobs``' output: an HTML table in JupyterLab, aligned text elsewhere."""
+
+    COLUMNS = ("name", "backend", "status", "progress", "accuracy", "age")
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self.rows = [self._row(job) for job in jobs]
+
+    @staticmethod
+    def _row(job: Job) -> dict[str, str]:
+        try:
+            state = job.tail_state()
+            status = state.state + (f" ({state.reason})" if state.reason and state.state != "running" else "")
+            progress = f"{state.progress:.0%}" if state.progress is not None else "-"
+            if state.state == "running" and state.eta_s is not None:
+                progress += f" (ETA {format_duration(state.eta_s)})"
+            acc = state.accuracy()
+            accuracy = "-" if acc is None else f"{acc:.4f}" + (" test" if state.test else " val")
+        except Exception as exc:  # one broken job must not hide the others
+            status, progress, accuracy = f"unknown ({type(exc).__name__}: {exc})", "-", "-"
+        created = job.created
+        age = format_duration(time.time() - created) if created else "-"
+        return {"name": job.name, "backend": job.backend_name, "status": status, "progress": progress,
+                "accuracy": accuracy, "age": age}
+
+    def _repr_html_(self) -> str:
+        if not self.rows:
+            return "<i>no lanenb jobs yet: %lanetrain starts one</i>"
+        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in self.COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(r[c])}</td>"
+                                        for c in self.COLUMNS) + "</tr>" for r in self.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def __repr__(self) -> str:
+        if not self.rows:
+            return "no lanenb jobs yet: %lanetrain starts one"
+        widths = {c: max(len(c), *(len(r[c]) for r in self.rows)) for c in self.COLUMNS}
+        lines = ["  ".join(c.ljust(widths[c]) for c in self.COLUMNS)]
+        lines += ["  ".join(r[c].ljust(widths[c]) for c in self.COLUMNS) for r in self.rows]
+        return "\n".join(lines)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lanenb``: register the magics; import the widget and chart libraries now so
+    the first ``%lanetrain`` returns at once."""
+    import ipywidgets  # noqa: F401
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+    ipython.register_magics(LaneMagics)

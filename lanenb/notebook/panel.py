@@ -1,0 +1,211 @@
+"""``TrainPanel``: the launch form, for users who would rather click than type flags.
+
+Every control maps to a ``TrainSpec`` field; after each change the panel runs
+``lanenb.jobs.validate`` (the same checks the magic and the CLI hit) and disables Launch with
+every problem listed. Bounds come from the backend (``Backend.capacity``: this machine's GPUs
+or cores, the cluster's allocatable ``nvidia.com/gpu``), datasets from ``Backend.datasets``
+(folders under the data roots, PVCs in the namespace).
+"""
+
+from __future__ import annotations
+
+import html
+import shlex
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+
+from lanenb.errors import UserError
+from lanenb.jobs import Job, TrainSpec, available_backends, get_backend, submit, validate
+from lanenb.jobs.spec import BACKBONES, ENGINES
+
+from .view import JobView
+
+__all__ = ["TrainPanel"]
+
+PVC_MOUNT = "/mnt/data"  # where the chosen PVC is mounted in every rank
+
+
+class TrainPanel(widgets.VBox):
+    """Pick dataset, backend, ranks, GPUs, batch size, epochs, engine and backbone; Launch / Stop.
+
+    Args:
+        backend: initial backend (``local`` or ``kubernetes``).
+        dataset: initial dataset path (local) or PVC name (Kubernetes).
+        namespace: Kubernetes namespace for PVCs and jobs.
+        **defaults: other initial ``TrainSpec`` fields (``processes``, ``batch_size``, ...).
+    """
+
+    def __init__(self, backend: str = "local", dataset: str | None = None, namespace: str = "default",
+                 **defaults: Any) -> None:
+        self.job: Job | None = None
+        self.view: JobView | None = None
+        self.problems: list[Any] = []
+        self._backend_name = backend
+        self._lock = threading.Lock()
+        style = {"description_width": "110px"}
+        wide = widgets.Layout(width="460px")
+        self.backend = widgets.Dropdown(options=available_backends(), value=backend, description="backend",
+                                        style=style)
+        self.dataset = widgets.Combobox(value=dataset or "", options=[], placeholder="dataset folder",
+                                        description="dataset", ensure_option=False, style=style, layout=wide)
+        self.subpath = widgets.Text(value="", placeholder="folder inside the PVC, e.g. tusimple",
+                                    description="path in PVC", style=style, layout=wide)
+        self.namespace = widgets.Text(value=namespace, description="namespace", style=style)
+        self.image = widgets.Text(value=defaults.pop("image", "") or "", placeholder="registry/lanenb-trainer:tag",
+                                  description="image", style=style, layout=wide)
+        self.processes = widgets.IntSlider(value=int(defaults.pop("processes", 2)), min=1, max=2,
+                                           description="processes", style=style)
+        self.gpus = widgets.IntSlider(value=int(defaults.pop("gpus", 0)), min=0, max=0, description="GPUs/process",
+                                      style=style)
+        self.batch_size = widgets.IntText(value=int(defaults.pop("batch_size", 8)), description="batch/rank",
+                                          style=style)
+        self.global_batch = widgets.Label()
+        self.epochs = widgets.IntText(value=int(defaults.pop("epochs", 1)), description="epochs", style=style)
+        self.engine = widgets.Dropdown(options=ENGINES, value=defaults.pop("engine", "auto"), description="engine",
+                                       style=style)
+        self.backbone = widgets.Dropdown(options=BACKBONES, value=defaults.pop("backbone", "small"),
+                                         description="backbone", style=style)
+        self.extra = widgets.Text(value=" ".join(defaults.pop("extra_args", [])), description="trainer flags",
+                                  placeholder="--img-height 128 --img-width 320", style=style, layout=wide)
+        self._defaults = defaults
+        self.launch = widgets.Button(description="Launch", button_style="primary", icon="play")
+        self.stop = widgets.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
+        self.message = widgets.HTML()
+        self.output = widgets.Output()
+        self.launch.on_click(self._on_launch)
+        self.stop.on_click(self._on_stop)
+        self._k8s_row = widgets.VBox([self.subpath, self.namespace, self.image])
+        super().__init__(children=[
+            widgets.HTML("<b>Train SCNN</b>"),
+            self.backend, self.dataset, self._k8s_row,
+            widgets.HBox([self.processes, self.gpus]), widgets.HBox([self.batch_size, self.global_batch]),
+            self.epochs, widgets.HBox([self.engine, self.backbone]), self.extra,
+            widgets.HBox([self.launch, self.stop]), self.message, self.output,
+        ])
+        self.backend.observe(self._on_backend, names="value")
+        for control in (self.dataset, self.subpath, self.namespace, self.image, self.processes, self.gpus,
+                        self.batch_size, self.epochs, self.engine, self.backbone, self.extra):
+            control.observe(lambda _change: self.check(), names="value")
+        self._on_backend()
+
+    # ------------------------------------------------------------------ form -> spec
+    def _on_backend(self, _change: Any = None) -> None:
+        """Re-read what the chosen backend offers: bounds and datasets."""
+        name = self.backend.value
+        self._k8s_row.layout.display = "" if name != "local" else "none"
+        note = ""
+        try:
+            backend = get_backend(name)
+            probe = None if name == "local" else TrainSpec(dataset="/", backend=name, namespace=self.namespace.value
+                                                            or "default")
+            cap = backend.capacity(probe)
+            self.dataset.options = tuple(backend.datasets(probe))
+        except Exception as exc:  # an unreachable cluster: say so, keep the form usable
+            cap = {"processes": 64, "gpus": 0, "gpus_per_process": 0}
+            note = f"cannot ask the {name} backend for its capacity and datasets: {exc}"
+        self.capacity = cap
+        self.processes.max = max(1, cap["processes"])
+        self.gpus.max = cap["gpus_per_process"]
+        self.gpus.disabled = cap["gpus_per_process"] == 0
+        self.dataset.placeholder = "dataset folder" if name == "local" else "PVC name"
+        self.check(note)
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The ``TrainSpec`` fields the form describes now (unchecked)."""
+        fields: dict[str, Any] = dict(self._defaults)
+        fields.update(backend=self.backend.value, processes=self.processes.value, gpus=self.gpus.value,
+                      batch_size=self.batch_size.value, epochs=self.epochs.value, engine=self.engine.value,
+                      backbone=self.backbone.value)
+        try:
+            extra = shlex.split(self.extra.value)
+        except ValueError as exc:
+            extra = [self.extra.value]
+            fields["_extra_error"] = str(exc)
+        if extra:
+            fields["extra_args"] = extra
+        dataset = self.dataset.value.strip()
+        if self.backend.value == "local":
+            fields["dataset"] = dataset
+        else:
+            fields["namespace"] = self.namespace.value.strip()
+            fields["image"] = self.image.value.strip() or None
+            if dataset:
+                fields["volumes"] = [f"{dataset}:{PVC_MOUNT}"]
+                sub = self.subpath.value.strip().strip("/")
+                fields["dataset"] = f"{PVC_MOUNT}/{sub}" if sub else PVC_MOUNT
+            else:
+                fields["dataset"] = ""
+        return fields
+
+    def check(self, note: str = "") -> list[Any]:
+        """Validate the form; Launch is enabled only when nothing is wrong."""
+        fields = self.spec_fields()
+        extra_error = fields.pop("_extra_error", None)
+        problems = validate(fields)
+        if extra_error:
+            from lanenb.jobs.validate import Problem
+
+            problems.insert(0, Problem("extra_args", self.extra.value, f"trainer flags {self.extra.value!r}: {extra_error}"))
+        self.problems = problems
+        self.global_batch.value = (f"global batch {self.batch_size.value * self.processes.value}"
+                                   if isinstance(self.batch_size.value, int) else "")
+        running = self.job is not None and not self.job.status().state.finished
+        self.launch.disabled = bool(problems) or running
+        lines = [html.escape(str(p)) for p in problems]
+        if note:
+            lines.insert(0, html.escape(note))
+        self.message.value = ("<div style='color:#c62828'>" + "<br>".join(lines) + "</div>") if lines else (
+            "<span style='color:#2e7d32'>ready to launch</span>")
+        return problems
+
+    # ------------------------------------------------------------------ buttons
+    def _on_launch(self, _button: Any = None) -> Job | None:
+        if self.check():
+            return None
+        fields = self.spec_fields()
+        fields.pop("_extra_error", None)
+        self.launch.disabled = True
+        try:
+            job = submit(TrainSpec.from_dict(fields))
+        except UserError as exc:
+            self.message.value = f"<div style='color:#c62828'>{html.escape(str(exc))}</div>"
+            self.launch.disabled = False
+            return None
+        self.job = job
+        self.stop.disabled = False
+        self.message.value = f"launched <b>{html.escape(job.name)}</b>"
+        self.view = JobView(job, start=False)
+        self.view.stop_button.layout.display = "none"  # the panel's Stop does the same
+        self.output.outputs = ()
+        self.output.append_display_data(self.view)
+        self.view.start()
+        threading.Thread(target=self._re_enable_when_done, args=(job,), daemon=True).start()
+        return job
+
+    def _re_enable_when_done(self, job: Job) -> None:
+        try:
+            job.wait()
+        except Exception:
+            pass
+        if self.job is job:
+            self.stop.disabled = True
+            self.check()
+
+    def _on_stop(self, _button: Any = None) -> None:
+        job = self.job
+        if job is None:
+            return
+        self.stop.disabled = True
+        self.message.value = f"stopping <b>{html.escape(job.name)}</b>..."
+
+        def cancel() -> None:  # waits for the ranks: not on the kernel's thread
+            try:
+                status = job.cancel()
+                self.message.value = f"<b>{html.escape(job.name)}</b>: {html.escape(str(status))}"
+            except Exception as exc:
+                self.message.value = f"<div style='color:#c62828'>stop failed: {html.escape(str(exc))}</div>"
+                self.stop.disabled = False
+
+        threading.Thread(target=cancel, daemon=True).start()

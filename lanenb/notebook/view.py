@@ -1,0 +1,271 @@
+"""``JobView``: the live view of one job, used by ``%lanetrain``, ``%laneshow`` and the panel.
+
+A status line, a progress bar with ETA, a per-rank table, charts (loss and LR, validation,
+throughput, per-rank GPU or CPU/RSS) and a bounded log pane with a rank filter and errors in
+red. One background thread per view polls ``Job.poll`` and folds the updates into a
+``RunState`` (the one reducer): the kernel's main thread is never used, so cells stay
+responsive while the job trains. The thread pauses for good once the job is final and stops
+when the widget is closed.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import threading
+import time
+import weakref
+from typing import Any
+
+import ipywidgets as widgets
+
+from lanenb.jobs.job import Job
+from lanenb.jobs.runstate import RunState, format_duration
+
+from .charts import render_run
+from .fallback import StaticFallback
+
+__all__ = ["JobView"]
+
+# the newest view of each job in this kernel: a second view starts from its state and cursor
+_VIEWS: "weakref.WeakValueDictionary[str, JobView]" = weakref.WeakValueDictionary()
+
+_STATE_COLOURS = {"running": "#1565c0", "pending": "#6d6d6d", "succeeded": "#2e7d32", "failed": "#c62828",
+                  "cancelled": "#ef6c00", "suspended": "#6d6d6d", "restarting": "#ef6c00", "unknown": "#6d6d6d"}
+
+
+class JobView(StaticFallback, widgets.VBox):
+    """Live view of ``job``.
+
+    Args:
+        job: the ``Job`` to watch (from ``submit``, ``get_job`` or ``%lanetrain``).
+        refresh: seconds between polls (>= 0.1); 1 s by default, as nvdashboard.
+        chart_interval: seconds between chart redraws while running (charts are the costly part).
+        log_lines: lines shown in the log pane (the state keeps more).
+        start: start the background thread now.
+    """
+
+    def __init__(self, job: Job, *, refresh: float = 1.0, chart_interval: float = 2.0, log_lines: int = 200,
+                 start: bool = True, **kwargs: Any) -> None:
+        if not isinstance(job, Job):
+            from lanenb.jobs.spec import SpecError
+
+            raise SpecError("job", job, "must be a lanenb Job (from submit, get_job or %lanetrain)")
+        if not refresh >= 0.1:
+            raise ValueError(f"refresh={refresh!r}: must be >= 0.1 seconds")
+        self.job = job
+        self.refresh_s = float(refresh)
+        self.chart_interval = float(chart_interval)
+        self.log_lines = int(log_lines)
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._png: bytes | None = None
+        self._charted_events = -1
+        self._charted_at = 0.0
+        self.final = False
+        self.refreshes = 0
+        self.last_error: str | None = None
+        earlier = _VIEWS.get(job.name)
+        if earlier is not None:
+            with earlier._lock:
+                self.state, self.cursor = copy.deepcopy(earlier.state), earlier.cursor
+                self._png = earlier._png
+        else:
+            self.state, self.cursor = RunState(), None
+
+        self.title = widgets.HTML()
+        self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="progress",
+                                              bar_style="info", layout=widgets.Layout(width="60%"))
+        self.eta = widgets.Label()
+        self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop",
+                                          tooltip="cancel this job (every rank)")
+        self.stop_button.on_click(self._on_stop)
+        self.banner = widgets.HTML()
+        self.ranks = widgets.HTML()
+        self.charts = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.rank_filter = widgets.Dropdown(options=[("all ranks", "all")], value="all", description="log",
+                                            layout=widgets.Layout(width="220px"))
+        self.errors_only = widgets.Checkbox(value=False, description="errors only", indent=False)
+        self.rank_filter.observe(lambda _c: self._render_log(), names="value")
+        self.errors_only.observe(lambda _c: self._render_log(), names="value")
+        self.log_pane = widgets.HTML()
+        super().__init__(children=[
+            self.title, widgets.HBox([self.progress, self.eta, self.stop_button]), self.banner, self.ranks,
+            self.charts, widgets.HBox([self.rank_filter, self.errors_only]), self.log_pane,
+        ], **kwargs)
+        _VIEWS[job.name] = self
+        self._render(charts=True)
+        if start:
+            self.start()
+
+    # ------------------------------------------------------------------ thread
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=f"lanenb-view-{self.job.name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                if self.update():
+                    return
+                failures = 0
+            except Exception as exc:  # a flaky API server must not kill the view
+                failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                self.banner.value = (f"<div style='color:#c62828'>cannot read the job right now "
+                                     f"({html.escape(self.last_error)}); retrying</div>")
+            delay = self.refresh_s * min(2 ** failures, 30)
+            self._stop.wait(max(0.0, delay - (time.monotonic() - t0)))
+
+    def update(self) -> bool:
+        """Poll once, fold, redraw; True once the job is final (then the charts are final too)."""
+        batch = self.job.poll(self.cursor)
+        with self._lock:
+            self.state.apply_all(batch.updates)
+            self.cursor = batch.cursor
+            self.refreshes += 1
+        if batch.final:
+            self.final = True
+            self._render(charts=True)
+            self.stop_button.disabled = True
+            self.refresh_display()
+            return True
+        self._render(charts=time.monotonic() - self._charted_at >= self.chart_interval)
+        return False
+
+    def finish(self, timeout: float = 60.0) -> bool:
+        """Stop the thread and bring the view to the job's final state now, on this thread
+        (what ``%lanetrain --wait`` does before the cell ends, so a headless run saves it).
+        Returns True if the job was final within ``timeout`` seconds."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(self.refresh_s * 3, 5.0))
+        deadline = time.monotonic() + timeout
+        while not self.final and time.monotonic() < deadline:
+            if self.update():
+                break
+            time.sleep(min(0.2, self.refresh_s))
+        return self.final
+
+    def close(self) -> None:
+        """Closing the widget stops its thread."""
+        self._stop.set()
+        super().close()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # ------------------------------------------------------------------ drawing
+    def _on_stop(self, _button: Any) -> None:
+        self.stop_button.disabled = True
+        self.stop_button.description = "stopping..."
+
+        def stop() -> None:  # cancel waits for the ranks to exit: not on the kernel's thread
+            try:
+                status = self.job.cancel()
+                self.banner.value = f"<b>stopped</b>: {html.escape(str(status))}"
+            except Exception as exc:
+                self.banner.value = f"<div style='color:#c62828'>stop failed: {html.escape(str(exc))}</div>"
+                self.stop_button.disabled = False
+            self.stop_button.description = "Stop"
+
+        threading.Thread(target=stop, daemon=True).start()
+
+    def _render(self, charts: bool = False) -> None:
+        with self._lock:
+            s = self.state
+            colour = _STATE_COLOURS.get(s.state, "#6d6d6d")
+            batch = f", global batch {s.global_batch}" if s.global_batch else ""
+            where = f"{s.world_size} ranks, {s.engine}, {s.device}{batch}" if s.world_size else ""
+            title = (f"<b>{html.escape(self.job.name)}</b> ({html.escape(self.job.backend_name)}) "
+                     f"<span style='color:{colour};font-weight:bold'>{html.escape(s.state)}</span> "
+                     f"{html.escape(where)}<br><code>{html.escape(s.summary())}</code>")
+            progress = s.progress
+            eta = s.eta_s
+            errors = list(s.errors)
+            rank_rows = self._rank_table()
+            ranks = s.ranks()
+            png = None
+            if charts and s.events_seen != self._charted_events:
+                png = render_run(s, title=f"{self.job.name}: {s.state}")
+                self._charted_events = s.events_seen
+        if png is not None:
+            self._png = png
+            self._charted_at = time.monotonic()
+        with self.hold_sync():
+            self.title.value = title
+            if progress is not None:
+                self.progress.value = progress
+            self.progress.bar_style = {"succeeded": "success", "failed": "danger",
+                                       "cancelled": "warning"}.get(s.state, "info")
+            self.eta.value = (f"ETA {format_duration(eta)}" if eta is not None
+                              else ("done" if s.finished else ""))
+            if errors:
+                first = errors[0]
+                self.banner.value = (f"<div style='color:#c62828'><b>rank {first['rank']} failed: "
+                                     f"{html.escape(str(first['type']))}: {html.escape(str(first['message']))}"
+                                     f"</b></div>")
+            self.ranks.value = rank_rows
+            options = [("all ranks", "all"), ("launcher", None)] + [(f"rank {r}", r) for r in ranks]
+            if [o[1] for o in self.rank_filter.options] != [o[1] for o in options]:
+                self.rank_filter.options = options
+            if png is not None or (self.charts.value == b"" and self._png):
+                self.charts.value = self._png or b""
+        self._render_log()
+
+    def _rank_table(self) -> str:
+        last = self.state.system_last
+        if not last:
+            return ""
+        gpu = any("gpu_util" in v for v in last.values())
+        head = "<th>rank</th>" + ("<th>GPU %</th><th>GPU MiB</th>" if gpu else "") + "<th>CPU %</th><th>RSS MiB</th>"
+        rows = []
+        for rank in sorted(last):
+            v = last[rank]
+            cells = [str(rank)]
+            if gpu:
+                cells += [_fmt(v.get("gpu_util")), f"{_fmt(v.get('gpu_mem_mb'))} / {_fmt(v.get('gpu_mem_total_mb'))}"]
+            cells += [_fmt(v.get("cpu_percent")), _fmt(v.get("rss_mb"))]
+            rows.append("<tr>" + "".join(f"<td style='padding:0 8px'>{c}</td>" for c in cells) + "</tr>")
+        return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+    def _render_log(self) -> None:
+        with self._lock:
+            entries = self.state.log_tail(self.log_lines, self.rank_filter.value, self.errors_only.value)
+            seen = self.state.lines_seen
+        lines = []
+        for e in entries:
+            who = "launcher" if e.rank is None else f"{e.rank}"
+            text = html.escape(f"[{who}] {e.text}")
+            lines.append(f"<span style='color:#c62828;font-weight:bold'>{text}</span>" if e.error else text)
+        self.log_pane.value = (
+            "<div style='display:flex;flex-direction:column-reverse;max-height:260px;overflow:auto;"
+            "border:1px solid #ddd;padding:4px'><pre style='margin:0;font-size:11px'>"
+            + "\n".join(lines) + f"</pre></div><small>{len(entries)} shown, {seen} lines received</small>")
+
+    # ------------------------------------------------------------------ headless
+    def static_png(self) -> bytes | None:
+        return self._png
+
+    def static_text(self) -> str:
+        with self._lock:
+            tail = self.state.log_tail(15)
+            summary = self.state.summary()
+        lines = [f"{self.job.name} ({self.job.backend_name}): {summary}"]
+        lines += [f"[{'launcher' if e.rank is None else e.rank}] {e.text}" for e in tail]
+        return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.0f}"
+    return str(v)
