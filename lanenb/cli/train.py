@@ -13,7 +13,7 @@ import sys
 from typing import Any, Callable, TextIO
 
 from lanenb.errors import UserError
-from lanenb.jobs.arguments import add_job_arguments, runai_fields, spec_from_args
+from lanenb.jobs.arguments import add_job_arguments, spec_from_args
 from lanenb.jobs.spec import TrainSpec
 from lanenb.launch.mpirun import LaunchError, OutputLine, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
@@ -45,7 +45,7 @@ def default_run_dir() -> str:
 
 def resolve(args: argparse.Namespace) -> TrainSpec:
     """The spec from the flags, with RUN:AI variables of this shell as defaults (as the trainer)."""
-    return spec_from_args(args, args.parser, base=runai_fields(os.environ))
+    return spec_from_args(args, args.parser, env=os.environ)
 
 
 class ConsoleRenderer:

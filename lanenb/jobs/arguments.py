@@ -116,26 +116,20 @@ RUNAI_ENV_FIELDS = {"BATCH_SIZE": "batch_size", "VAL_BATCH_SIZE": "val_batch_siz
                     "ENABLE_SNAPSHOT": "enable_snapshot", "PVC_NAME": "pvc_name"}
 
 
-def runai_fields(env: Mapping[str, str]) -> dict[str, Any]:
-    """``TrainSpec`` fields that RUN:AI-guide variables in ``env`` stand for."""
-    out: dict[str, Any] = {name: env[var] for var, name in RUNAI_ENV_FIELDS.items()
-                           if var in env and str(env[var]).strip() != ""}
+def runai_fields(env: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
+    """``TrainSpec`` fields that RUN:AI-guide variables in ``env`` stand for: field -> (variable, value)."""
+    out: dict[str, tuple[str, Any]] = {name: (var, env[var]) for var, name in RUNAI_ENV_FIELDS.items()
+                                       if var in env and str(env[var]).strip() != ""}
     if "USE_WORKERS" in env and str(env["USE_WORKERS"]).strip():
         use = str(env["USE_WORKERS"]).strip().lower() in ("true", "1", "yes", "on")
-        out["num_workers"] = env.get("NUM_WORKERS", "2") if use else 0
-    return out  # values are coerced and checked by TrainSpec, which names the field
-
-
-def _runai_env_defaults(data: dict[str, Any]) -> None:
-    from .spec import _env
-
-    for name, value in runai_fields(_env("env", data.get("env"))).items():
-        data.setdefault(name, value)
+        out["num_workers"] = ("NUM_WORKERS", env.get("NUM_WORKERS", "2") if use else 0)
+    return out  # values are coerced and checked by TrainSpec
 
 
 def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
-                   base: Mapping[str, Any] | None = None) -> TrainSpec:
-    """Build the spec: ``base`` (e.g. a ``%%lanetrain`` YAML body), then the given flags.
+                   base: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> TrainSpec:
+    """Build the spec: ``base`` (e.g. a ``%%lanetrain`` YAML body), then the given flags, then
+    RUN:AI variables (``-e BATCH_SIZE=33``, or of ``env``, e.g. the shell's) for fields still unset.
 
     Raises:
         SpecError: a field is missing or has a bad value; the message names it.
@@ -147,7 +141,19 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     if "extra_args" in given and data.get("extra_args"):
         given["extra_args"] = list(data["extra_args"]) + given["extra_args"]
     data.update(given)
-    _runai_env_defaults(data)
+    from .spec import _env
+
+    from_env: dict[str, str] = {}
+    for name, (var, value) in runai_fields({**(env or {}), **_env("env", data.get("env"))}).items():
+        if name not in data:
+            data[name] = value
+            from_env[name] = var
     if not data.get("dataset"):
         raise SpecError("dataset", None, "is required: give --data PATH (a TuSimple-layout dataset root)")
-    return TrainSpec.from_dict(data)
+    try:
+        return TrainSpec.from_dict(data)
+    except SpecError as exc:
+        if exc.field in from_env:  # name what the user typed: the variable, not the field
+            raise SpecError(f"environment variable {from_env[exc.field]}", exc.value,
+                            str(exc).split(": ", 1)[-1]) from None
+        raise

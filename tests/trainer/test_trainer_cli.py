@@ -26,7 +26,7 @@ def test_train_rejects_bad_input_before_launch(argv, expected, tmp_path, capsys,
 def test_env_var_error_names_variable(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("USE_VAL", "sometimes")
     assert main(["train", "--data", str(tmp_path)]) == 2
-    assert "environment variable USE_VAL='sometimes' is not a boolean" in capsys.readouterr().err
+    assert "environment variable USE_VAL='sometimes': must be true or false" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv,expected", [
