@@ -28,6 +28,8 @@ fi
 echo "==> pip install $TORCH_SPEC and lanenb[dev]"
 "$PY" -m pip install -q "$TORCH_SPEC" numpy
 "$PY" -m pip install -q -e ".[dev]"
+# papermill and JupyterLab run notebooks with the kernel named in them: python3
+"$PY" -m ipykernel install --user --name python3 >/dev/null
 
 if [ "${LANENB_SKIP_HOROVOD:-0}" != "1" ]; then
   echo "==> Horovod (MPI + Gloo controllers; ~10 min on 2 cores the first time)"

@@ -233,11 +233,12 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
     registry = registry or JobRegistry()
     backend = get_backend(spec.backend, **backend_opts)
     assert spec.name is not None  # generated in __post_init__
-    if spec.backend == "local" and not Path(spec.dataset).expanduser().is_absolute():
+    local = backend.runs_here
+    if local and not Path(spec.dataset).expanduser().is_absolute():
         # the ranks run in the run dir, not in the notebook's folder: pin what the user meant
         spec = spec.replace(dataset=str(Path(spec.dataset).expanduser().resolve()))
     stored = spec.to_dict()
-    if spec.backend == "local":
+    if local:
         run_dir: str | None = str(Path(spec.run_dir).expanduser().resolve() if spec.run_dir
                                   else default_run_dir(spec.name))
         stored["run_dir"] = run_dir  # pinned, so a re-attached Job sees the same directory
@@ -260,7 +261,6 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
         status = JobStatus(JobState.FAILED, reason=f"submit failed: {exc}", finished=time.time())
         registry.update(spec.name, state="failed", status=status.to_dict(), finished=status.finished)
         raise
-    local = spec.backend == "local"
     registry.update(spec.name, handle=handle, state=(JobState.RUNNING if local else JobState.PENDING).value,
                     started=time.time() if local else None,
                     run_dir=run_dir or (handle or {}).get("run_dir"))  # in-cluster path for remote jobs

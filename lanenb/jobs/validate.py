@@ -94,7 +94,7 @@ def validate(spec: TrainSpec | Mapping[str, Any], *, backend: bool = True) -> li
 
     try:
         impl = get_backend(checked.backend)
-        run_dir = checked.run_dir or (str(default_run_dir(checked.name or "job")) if checked.backend == "local" else None)
+        run_dir = checked.run_dir or (str(default_run_dir(checked.name or "job")) if impl.runs_here else None)
         impl.validate(checked, run_dir)
     except (UserError, ValueError) as exc:
         problems.append(_from_exception(exc))

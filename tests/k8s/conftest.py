@@ -1,55 +1,12 @@
 """Fixtures: a kmock-based Kubernetes API emulator in a thread, a fake MPI operator/kubelet,
-a kubeconfig pointing at it, and the CRD schemas from ``shared/`` (``LANENB_SHARED`` overrides)."""
+a kubeconfig pointing at it, and the CRD schemas from ``shared/`` (``LANENB_SHARED`` overrides).
+They live in ``k8s_fixtures`` so other test folders can use them too."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_operator import FakeCluster  # noqa: E402
-from k8s_harness import crd_schema, start_emulator  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def mpijob_schema() -> dict:
-    return crd_schema("kubeflow.org_mpijobs.yaml")
-
-
-@pytest.fixture(scope="session")
-def snapshot_schema() -> dict:
-    return crd_schema("snapshot.storage.k8s.io_volumesnapshots.yaml")
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    """(emulator thread, fake cluster) with the MPI Operator installed; stopped after the test."""
-    thread = start_emulator()
-    fake = FakeCluster(thread.emulator, workdir=str(tmp_path)).attach()
-    thread.start()
-    yield thread, fake
-    thread.call(fake.shutdown)
-    thread.stop()
-
-
-@pytest.fixture
-def bare_cluster():
-    """The emulator alone (no fake operator), for testing the harness itself."""
-    thread = start_emulator().start()
-    yield thread, None
-    thread.stop()
-
-
-@pytest.fixture
-def kubeconfig(cluster, tmp_path) -> Path:
-    return cluster[0].write_kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
-def backend(kubeconfig):
-    from lanenb.jobs.backends.kubernetes import KubernetesBackend, RetryPolicy
-
-    return KubernetesBackend(kubeconfig=kubeconfig, retry=RetryPolicy(attempts=4, base_delay=0.02, max_delay=0.1))
+from k8s_fixtures import backend, bare_cluster, cluster, kubeconfig, mpijob_schema, snapshot_schema  # noqa: E402,F401

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kube_emulator import MPIJOBS, PODS, PVCS, KubeEmulator, now_rfc3339
+from kube_emulator import MPIJOBS, NODES, PODS, PVCS, KubeEmulator, now_rfc3339
 
 JOB_NAME = "training.kubeflow.org/job-name"
 JOB_ROLE = "training.kubeflow.org/job-role"
@@ -57,6 +57,14 @@ class FakeCluster:
             await asyncio.wait(list(self.tasks), timeout=5)
 
     def attach(self) -> "FakeCluster":
+        """Hook into the emulator and register the nodes the scheduler places pods on, with their
+        allocatable GPUs, as a real cluster's API server lists them (call before the thread starts)."""
+        if NODES in self.emulator.store:  # before the hook: no operator reaction to nodes
+            for i in range(self.nodes):
+                self.emulator.create(NODES, None, {"metadata": {"name": f"gpu-node-{i}", "labels": {
+                    "kubernetes.io/hostname": f"gpu-node-{i}"}}, "status": {
+                    "capacity": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": str(self.gpus_per_node)},
+                    "allocatable": {"cpu": "8", "memory": "62Gi", "nvidia.com/gpu": str(self.gpus_per_node)}}})
         self.emulator.hooks.append(self.on_event)
         return self
 

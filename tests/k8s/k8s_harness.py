@@ -12,7 +12,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kube_emulator import MPIJOBS, PODS, PVCS, SNAPSHOTS, EmulatorThread, KubeEmulator  # noqa: E402
+from kube_emulator import MPIJOBS, NODES, PODS, PVCS, SNAPSHOTS, EmulatorThread, KubeEmulator  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def crd_schema(filename: str) -> dict:
 
 def start_emulator(*, operator_installed: bool = True) -> EmulatorThread:
     emu = KubeEmulator()
-    for res in (PODS, PVCS, SNAPSHOTS) + ((MPIJOBS,) if operator_installed else ()):
+    for res in (PODS, PVCS, SNAPSHOTS, NODES) + ((MPIJOBS,) if operator_installed else ()):
         emu.install(res)
     return EmulatorThread(emu)
 

@@ -42,6 +42,7 @@ PVCS: ResKey = ("", "v1", "persistentvolumeclaims")
 EVENTS: ResKey = ("", "v1", "events")
 MPIJOBS: ResKey = ("kubeflow.org", "v2beta1", "mpijobs")
 SNAPSHOTS: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshots")
+NODES: ResKey = ("", "v1", "nodes")
 
 KINDS = {
     PODS: "Pod",

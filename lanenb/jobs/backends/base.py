@@ -48,6 +48,7 @@ class Backend(abc.ABC):
     """
 
     name: str = ""
+    runs_here: bool = False  # True: jobs run on this machine (local paths, a local run dir)
 
     def validate(self, spec: "TrainSpec", run_dir: str | Path | None) -> None:
         """Raise ``ValueError`` for a spec this backend cannot run; called by ``submit``

@@ -112,6 +112,7 @@ class LocalBackend(Backend):
     """
 
     name = "local"
+    runs_here = True
 
     def __init__(self, *, program: Sequence[str] | None = None, trainer_args: bool = True,
                  grace: float = 10.0, python: str | None = None, poll_interval: float = 0.1) -> None:

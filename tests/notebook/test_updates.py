@@ -1,0 +1,105 @@
+"""Job.poll / Job.updates: history + live tail, resumable from a cursor, on real mpirun ranks
+(local) and on the Kubernetes backend's launcher-pod log (API emulator)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lanenb.jobs import JobState, SpecError, TrainSpec, get_job, submit
+from conftest import training_script
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "k8s"))
+
+
+def lines_of(updates):
+    return [(u.line.rank, u.line.text) for u in updates if u.line is not None]
+
+
+def test_poll_resumes_from_a_cursor_without_loss_or_repeats(scripted):
+    job = submit(TrainSpec(**scripted(training_script(steps=8, sleep=0.1))))
+    seen, cursor, batches = [], None, 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        batch = job.poll(cursor)
+        seen += batch.updates
+        cursor = batch.cursor
+        batches += 1
+        if batch.final:
+            break
+        time.sleep(0.05)
+    assert batch.final and job.status().state == JobState.SUCCEEDED
+    assert batches > 2  # it really streamed while the job ran
+    whole = job.poll(None)  # a new view (or a new kernel) from the beginning
+    assert lines_of(seen) == lines_of(whole.updates)
+    events = [u.event.kind for u in seen if u.event is not None]
+    assert events.count("step") == 8 and events[-1] == "end"
+    assert [u.status.state.value for u in seen if u.status is not None][-1] == "succeeded"
+    # resume from the middle: exactly the rest, whatever the update type
+    mid = len(seen) // 2
+    rest = job.poll(seen[mid].cursor)
+    assert lines_of(rest.updates) == lines_of(seen[mid + 1:])
+    assert job.poll(whole.cursor).updates == []  # nothing new after the end
+
+
+def test_updates_iterator_follows_to_the_end_in_a_new_process_handle(scripted):
+    job = submit(TrainSpec(**scripted(training_script(steps=4, sleep=0.1), "it")))
+    again = get_job(job.name)  # what a restarted kernel holds
+    kinds = [u.event.kind for u in again.updates(interval=0.05) if u.event is not None]
+    assert kinds.count("step") == 4 and "eval" in kinds
+
+
+def test_bad_cursor_is_named(scripted):
+    job = submit(TrainSpec(**scripted(training_script(steps=1), "bad")))
+    with pytest.raises(SpecError, match="cursor='nonsense': is not a cursor"):
+        job.poll("nonsense")
+    with pytest.raises(SpecError, match="cursor='x': is not a cursor of a local job's log"):
+        job.poll("running:|x")
+    job.wait(60)
+
+
+def test_tail_state_reads_only_the_end_of_a_long_log(scripted):
+    job = submit(TrainSpec(**scripted(training_script(steps=40, sleep=0.0), "long")))
+    job.wait(60)
+    state = job.tail_state(lines=10)
+    assert state.lines_seen == 10 and state.state == "succeeded"
+    assert state.test == {"accuracy": 0.91, "fp": 0.05, "fn": 0.04, "frames": 12}
+
+
+def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
+    from k8s_harness import warm_up  # noqa: E402
+
+    thread, fake = cluster
+    code = ("import sys, time\n"
+            "for i in range(12):\n"
+            "    print(f'[1,{i % 2}]<stdout>:line {i}', flush=True)\n"
+            "    time.sleep(0.1)\n")
+    fake.rewrite_argv = lambda argv: [sys.executable, "-c", code]
+    warm_up(backend)
+    from lanenb.jobs.backends import _REGISTRY
+
+    _REGISTRY["kubernetes"] = lambda **kw: backend  # this cluster, for Job objects too
+    try:
+        spec = TrainSpec(dataset="/data", backend="kubernetes", image="registry.example.com/t:1", name="lane-poll",
+                         processes=2)
+        job = submit(spec)
+        seen, cursor = [], None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            batch = job.poll(cursor)
+            seen += batch.updates
+            cursor = batch.cursor
+            if batch.final:
+                break
+            time.sleep(0.15)
+        assert batch.final, [str(u) for u in seen[-5:]]
+        assert lines_of(seen) == [(i % 2, f"line {i}") for i in range(12)]
+        mid = next(i for i, u in enumerate(seen) if u.line is not None and u.line.text == "line 5")
+        assert lines_of(job.poll(seen[mid].cursor).updates) == [(i % 2, f"line {i}") for i in range(6, 12)]
+        with pytest.raises(SpecError, match="is not a cursor of a Kubernetes job's log"):
+            job.poll("running:|garbage")
+    finally:
+        _REGISTRY["kubernetes"] = "lanenb.jobs.backends.kubernetes:KubernetesBackend"
