@@ -71,9 +71,8 @@ class DatasetPreview(StaticFallback, widgets.VBox):
                 self.sizes[name] = 0
                 continue
             self.sizes[name] = len(records)
-            if name != "val":  # val is held out of train: counted there already
-                for rec in records:
-                    self.lane_counts[sum(1 for lane in rec.lanes if any(x >= 0 for x in lane))] += 1
+            for rec in records:  # the splits are disjoint: every frame counted once
+                self.lane_counts[sum(1 for lane in rec.lanes if any(x >= 0 for x in lane))] += 1
         if not any(self.sizes.values()):
             raise DatasetError(f"path={str(path)!r}: no labelled frames (expected label_data*.json / "
                                f"test_label.json in the TuSimple layout)")
@@ -85,7 +84,7 @@ class DatasetPreview(StaticFallback, widgets.VBox):
         self.table = widgets.HTML(self._table_html())
         counts = [self.lane_counts.get(k, 0) for k in range(0, max(self.lane_counts or {0: 0}) + 1)]
         self._hist = render_histogram(counts, [str(k) for k in range(len(counts))],
-                                      "lanes per frame (train + test)", "lanes")
+                                      "lanes per frame (all splits)", "lanes")
         self.histogram = widgets.Image(value=self._hist, format="png")
         self.problem_box = widgets.HTML(self._problems_html())
         self.split.observe(lambda _c: self._draw(), names="value")
@@ -101,7 +100,8 @@ class DatasetPreview(StaticFallback, widgets.VBox):
         self._draw()
 
     def _draw(self) -> None:
-        self._png = encode_png(preview_grid(self.root, n=self.n, split=self.split.value, seed=self.seed))
+        self._png = encode_png(preview_grid(self.root, n=self.n, split=self.split.value, seed=self.seed,
+                                              skip_invalid=True))
         self.grid.value = self._png
 
     def _table_html(self) -> str:

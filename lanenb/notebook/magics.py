@@ -117,7 +117,7 @@ class LaneMagics(Magics):
         from .view import JobView
 
         job = submit(spec)
-        where = "this machine" if spec.backend == "local" else f"{spec.backend} (namespace {job.handle.get('namespace')})"
+        where = "this machine" if job.backend.runs_here else f"{spec.backend} (namespace {job.handle.get('namespace')})"
         print(f"launched {job.name} on {where}: {spec.processes} process(es) x {max(spec.gpus, 0)} GPU(s), "
               f"batch {spec.batch_size} per rank = global batch {spec.batch_size * spec.processes}; "
               f"run dir {job.run_dir}")

@@ -42,7 +42,7 @@ class TrainPanel(widgets.VBox):
         self.job: Job | None = None
         self.view: JobView | None = None
         self.problems: list[Any] = []
-        self._backend_name = backend
+        self._local = True  # the backend runs jobs on this machine (set by _on_backend)
         self._lock = threading.Lock()
         style = {"description_width": "110px"}
         wide = widgets.Layout(width="460px")
@@ -94,11 +94,11 @@ class TrainPanel(widgets.VBox):
     def _on_backend(self, _change: Any = None) -> None:
         """Re-read what the chosen backend offers: bounds and datasets."""
         name = self.backend.value
-        self._k8s_row.layout.display = "" if name != "local" else "none"
         note = ""
         try:
             backend = get_backend(name)
-            probe = None if name == "local" else TrainSpec(dataset="/", backend=name, namespace=self.namespace.value
+            self._local = backend.runs_here
+            probe = None if self._local else TrainSpec(dataset="/", backend=name, namespace=self.namespace.value
                                                             or "default")
             cap = backend.capacity(probe)
             self.dataset.options = tuple(backend.datasets(probe))
@@ -106,10 +106,11 @@ class TrainPanel(widgets.VBox):
             cap = {"processes": 64, "gpus": 0, "gpus_per_process": 0}
             note = f"cannot ask the {name} backend for its capacity and datasets: {exc}"
         self.capacity = cap
+        self._k8s_row.layout.display = "none" if self._local else ""
         self.processes.max = max(1, cap["processes"])
         self.gpus.max = cap["gpus_per_process"]
         self.gpus.disabled = cap["gpus_per_process"] == 0
-        self.dataset.placeholder = "dataset folder" if name == "local" else "PVC name"
+        self.dataset.placeholder = "dataset folder" if self._local else "PVC name"
         self.check(note)
 
     def spec_fields(self) -> dict[str, Any]:
@@ -126,7 +127,7 @@ class TrainPanel(widgets.VBox):
         if extra:
             fields["extra_args"] = extra
         dataset = self.dataset.value.strip()
-        if self.backend.value == "local":
+        if self._local:
             fields["dataset"] = dataset
         else:
             fields["namespace"] = self.namespace.value.strip()

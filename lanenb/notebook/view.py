@@ -131,9 +131,9 @@ class JobView(StaticFallback, widgets.VBox):
             self.cursor = batch.cursor
             self.refreshes += 1
         if batch.final:
-            self.final = True
             self._render(charts=True)
             self.stop_button.disabled = True
+            self.final = True
             self.refresh_display()
             return True
         self._render(charts=time.monotonic() - self._charted_at >= self.chart_interval)
@@ -155,7 +155,9 @@ class JobView(StaticFallback, widgets.VBox):
 
     def close(self) -> None:
         """Closing the widget stops its thread."""
-        self._stop.set()
+        stop = getattr(self, "_stop", None)  # close() also runs on a half-built view being collected
+        if stop is not None:
+            stop.set()
         super().close()
 
     @property

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lanenb.jobs import JobState, SpecError, TrainSpec, get_job, submit
-from conftest import training_script
+from notebook_support import training_script
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "k8s"))
 

@@ -201,8 +201,16 @@ def config_from_args(ns: argparse.Namespace, env: Mapping[str, str] | None = Non
     return cfg.validate()
 
 
+class _Parser(argparse.ArgumentParser):
+    """Errors raise ``ConfigError`` instead of exiting: a notebook kernel or a launch form that
+    validates trainer flags must get a message, not a ``SystemExit``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m lanenb_trainer",
         description="Train SCNN lane detection on one MPI rank (run under mpirun / an MPIJob).",
     )

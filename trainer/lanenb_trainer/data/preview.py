@@ -49,12 +49,14 @@ def draw_lanes(image_rgb: np.ndarray, lanes: Sequence[Sequence[int]], h_samples:
 
 def preview_grid(root: str | os.PathLike, n: int = 8, split: str = "train", seed: int = 0,
                  tile_width: int = 480,
-                 predictions: Mapping[str, Sequence[Sequence[int]]] | None = None) -> np.ndarray:
+                 predictions: Mapping[str, Sequence[Sequence[int]]] | None = None,
+                 skip_invalid: bool = False) -> np.ndarray:
     """RGB uint8 grid of ``n`` frames (chosen by ``seed``) with lanes coloured by slot, or
-    with ``predictions`` (raw_file -> predicted lanes) over thin white ground truth."""
+    with ``predictions`` (raw_file -> predicted lanes) over thin white ground truth.
+    ``skip_invalid`` draws the valid frames of a dataset that has bad label lines."""
     if n < 1:
         raise ValueError(f"n must be >= 1; got {n}")
-    records = load_split(root, split)
+    records = load_split(root, split, skip_invalid=skip_invalid)
     if predictions is not None:
         records = [r for r in records if r.raw_file in predictions]
         if not records:
