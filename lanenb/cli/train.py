@@ -14,6 +14,7 @@ from typing import Any, Callable, TextIO
 
 from lanenb.errors import UserError
 from lanenb.jobs.arguments import add_job_arguments, spec_from_args
+from lanenb.jobs.event_text import event_text
 from lanenb.jobs.spec import TrainSpec
 from lanenb.launch.mpirun import LaunchError, OutputLine, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
@@ -72,82 +73,29 @@ class ConsoleRenderer:
         if self.raw or ev is None:
             self._write(line.tagged())
             return
-        handler: Callable[[OutputLine], str | None] = getattr(self, f"_on_{ev.kind}", self._on_other)
-        text = handler(line)
+        if ev.kind == "start" and ev.rank == 0:
+            self._start_bar(ev)
+        elif ev.kind == "step" and self.bar is not None:
+            self.bar.n = ev.get("step", self.bar.n)
+            self.bar.set_postfix_str(f"ep {ev.get('epoch')} loss {ev.get('loss') or 0:.4f} "
+                                     f"lr {ev.get('lr') or 0:.2e} {ev.get('images_per_s') or 0:.1f} img/s")
+            return
+        elif ev.kind == "error":
+            self.errors.append(line)
+        elif ev.kind == "end" and ev.rank == 0:
+            self.end_status = ev.get("status")
+            self.close()
+        text = event_text(ev, system=self.show_system)
         if text:
             self._write(f"[{line.rank if line.rank is not None else ev.rank}] {text}")
 
-    def _on_start(self, line: OutputLine) -> str | None:
-        ev = line.event
-        if ev.rank == 0:
-            self.total_steps = ev.get("total_steps")
-            if self.tty and self.total_steps:
-                from tqdm import tqdm
+    def _start_bar(self, ev) -> None:
+        self.total_steps = ev.get("total_steps")
+        if self.tty and self.total_steps:
+            from tqdm import tqdm
 
-                self.bar = tqdm(total=self.total_steps, unit="step", file=self.out, dynamic_ncols=True)
-                start = (ev.get("resumed_from") or {}).get("step", 0)
-                self.bar.update(start)
-        resumed = f", resumed at step {ev['resumed_from']['step']}" if ev.get("resumed_from") else ""
-        return (f"start: engine {ev.get('engine')}, {ev.get('world_size')} ranks, device {ev.get('device')}, "
-                f"{ev.get('threads')} threads, {ev.get('train_frames')} train / {ev.get('val_frames')} val / "
-                f"{ev.get('test_frames')} test frames, {ev.get('steps_per_epoch')} steps/epoch{resumed}")
-
-    def _on_step(self, line: OutputLine) -> str | None:
-        ev = line.event
-        if self.bar is not None:
-            self.bar.n = ev.get("step", self.bar.n)
-            self.bar.set_postfix_str(f"ep {ev.get('epoch')} loss {ev.get('loss', 0):.4f} "
-                                     f"lr {ev.get('lr', 0):.2e} {ev.get('images_per_s', 0):.1f} img/s")
-            return None
-        total = f"/{ev.get('total_steps')}" if ev.get("total_steps") else ""
-        return (f"epoch {ev.get('epoch')} step {ev.get('step')}{total} loss {ev.get('loss', 0):.4f} "
-                f"lr {ev.get('lr', 0):.2e} {ev.get('images_per_s', 0):.1f} img/s")
-
-    def _on_epoch(self, line: OutputLine) -> str:
-        ev = line.event
-        val = (f", val acc {ev['val_accuracy']:.4f} fp {ev['val_fp']:.4f} fn {ev['val_fn']:.4f}"
-               if ev.get("val_accuracy") is not None else "")
-        return (f"epoch {ev.get('epoch')} done in {ev.get('duration_s', 0):.1f}s: "
-                f"train loss {ev.get('train_loss', 0):.4f}{val}")
-
-    def _on_eval(self, line: OutputLine) -> str:
-        ev = line.event
-        return (f"{ev.get('split')} accuracy {ev.get('accuracy', 0):.4f} fp {ev.get('fp', 0):.4f} "
-                f"fn {ev.get('fn', 0):.4f} ({ev.get('frames')} frames)")
-
-    def _on_checkpoint(self, line: OutputLine) -> str:
-        ev = line.event
-        return f"checkpoint {'best ' if ev.get('best') else ''}{ev.get('path')} (step {ev.get('step')})"
-
-    def _on_system(self, line: OutputLine) -> str | None:
-        if not self.show_system:
-            return None
-        ev = line.event
-        gpu = (f" gpu {ev.get('gpu_util')}% {ev.get('gpu_mem_mb')} MiB {ev.get('gpu_temp_c')}C"
-               if ev.get("gpu_util") is not None else "")
-        return f"system: cpu {ev.get('cpu_percent')}% rss {ev.get('rss_mb')} MiB{gpu}"
-
-    def _on_error(self, line: OutputLine) -> str:
-        self.errors.append(line)
-        ev = line.event
-        tb = ev.get("traceback") or ""
-        return f"ERROR {ev.get('type')}: {ev.get('message')}" + (f"\n{tb.rstrip()}" if tb else "")
-
-    def _on_end(self, line: OutputLine) -> str | None:
-        ev = line.event
-        if ev.rank == 0:
-            self.end_status = ev.get("status")
-            if self.bar is not None:
-                self.bar.close()
-                self.bar = None
-        return f"end: {ev.get('status')} after {ev.get('duration_s', 0):.1f}s, step {ev.get('step')}"
-
-    def _on_log(self, line: OutputLine) -> str:
-        return str(line.event.get("message"))
-
-    def _on_other(self, line: OutputLine) -> str:
-        ev = line.event
-        return f"{ev.kind}: " + " ".join(f"{k}={v}" for k, v in ev.data.items())
+            self.bar = tqdm(total=self.total_steps, unit="step", file=self.out, dynamic_ncols=True)
+            self.bar.update((ev.get("resumed_from") or {}).get("step", 0))
 
     def close(self) -> None:
         if self.bar is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from lanenb_trainer.events import Event
 
+from .event_text import event_text
 from .series import BucketSeries
 
 if TYPE_CHECKING:
@@ -132,10 +133,11 @@ class RunState:
         self.lines_seen += 1
         if event is not None:
             self.fold(event)
-            if event.kind == "error":
-                self.logs.append(LogEntry(event.rank, f"ERROR {event.get('type')}: {event.get('message')}", True))
-            elif event.kind == "log":
-                self.logs.append(LogEntry(event.rank, str(event.get("message")), False))
+            text = event_text(event)  # the console's wording; system samples are charted instead
+            if text is not None:
+                rank = line.rank if line.rank is not None else event.rank
+                self.logs.append(LogEntry(rank, text.splitlines()[0] if event.kind == "error" else text,
+                                          event.kind == "error"))
             return
         self.logs.append(LogEntry(line.rank, line.text, _is_error_text(line.text)))
 

@@ -1,0 +1,79 @@
+"""Events in words: the one-line summary of each ``@lanenb`` event kind.
+
+Shared by the console (``lanenb train``) and the notebook's log pane (through ``RunState``),
+so a run reads the same wherever it is watched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from lanenb_trainer.events import Event
+
+__all__ = ["event_text"]
+
+
+def _start(ev: Event) -> str:
+    resumed = f", resumed at step {ev['resumed_from']['step']}" if ev.get("resumed_from") else ""
+    return (f"start: engine {ev.get('engine')}, {ev.get('world_size')} ranks, device {ev.get('device')}, "
+            f"{ev.get('threads')} threads, {ev.get('train_frames')} train / {ev.get('val_frames')} val / "
+            f"{ev.get('test_frames')} test frames, {ev.get('steps_per_epoch')} steps/epoch{resumed}")
+
+
+def _step(ev: Event) -> str:
+    total = f"/{ev.get('total_steps')}" if ev.get("total_steps") else ""
+    return (f"epoch {ev.get('epoch')} step {ev.get('step')}{total} loss {ev.get('loss') or 0:.4f} "
+            f"lr {ev.get('lr') or 0:.2e} {ev.get('images_per_s') or 0:.1f} img/s")
+
+
+def _epoch(ev: Event) -> str:
+    val = (f", val acc {ev['val_accuracy']:.4f} fp {ev['val_fp']:.4f} fn {ev['val_fn']:.4f}"
+           if ev.get("val_accuracy") is not None else "")
+    return (f"epoch {ev.get('epoch')} done in {ev.get('duration_s') or 0:.1f}s: "
+            f"train loss {ev.get('train_loss') or 0:.4f}{val}")
+
+
+def _eval(ev: Event) -> str:
+    return (f"{ev.get('split')} accuracy {ev.get('accuracy') or 0:.4f} fp {ev.get('fp') or 0:.4f} "
+            f"fn {ev.get('fn') or 0:.4f} ({ev.get('frames')} frames)")
+
+
+def _checkpoint(ev: Event) -> str:
+    return f"checkpoint {'best ' if ev.get('best') else ''}{ev.get('path')} (step {ev.get('step')})"
+
+
+def _system(ev: Event) -> str:
+    gpu = (f" gpu {ev.get('gpu_util')}% {ev.get('gpu_mem_mb')} MiB {ev.get('gpu_temp_c')}C"
+           if ev.get("gpu_util") is not None else "")
+    return f"system: cpu {ev.get('cpu_percent')}% rss {ev.get('rss_mb')} MiB{gpu}"
+
+
+def _error(ev: Event) -> str:
+    tb = ev.get("traceback") or ""
+    return f"ERROR {ev.get('type')}: {ev.get('message')}" + (f"\n{tb.rstrip()}" if tb else "")
+
+
+def _end(ev: Event) -> str:
+    return f"end: {ev.get('status')} after {ev.get('duration_s') or 0:.1f}s, step {ev.get('step')}"
+
+
+def _log(ev: Event) -> str:
+    return str(ev.get("message"))
+
+
+_TEXT: dict[str, Callable[[Event], str]] = {
+    "start": _start, "step": _step, "epoch": _epoch, "eval": _eval, "checkpoint": _checkpoint,
+    "system": _system, "error": _error, "end": _end, "log": _log,
+}
+
+
+def event_text(ev: Event, *, system: bool = False) -> str | None:
+    """One line (an error keeps its traceback lines) for ``ev``; ``None`` for ``system``
+    samples unless ``system`` (they arrive every few seconds per rank and are charted anyway)."""
+    if ev.kind == "system" and not system:
+        return None
+    fmt = _TEXT.get(ev.kind)
+    if fmt is None:
+        return f"{ev.kind}: " + " ".join(f"{k}={json.dumps(v, default=str)}" for k, v in ev.data.items())
+    return fmt(ev)
