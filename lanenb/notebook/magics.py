@@ -301,4 +301,6 @@ def load_ipython_extension(ipython: Any) -> None:
     import matplotlib.backends.backend_agg  # noqa: F401
     import matplotlib.figure  # noqa: F401
 
+    import lanenb.notebook.view  # noqa: F401
+
     ipython.register_magics(LaneMagics)
