@@ -42,8 +42,11 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("-e", "--environment"), dict(dest="env", action="append", metavar="KEY=VALUE",
                                    help="environment variable for every rank (repeatable, runai -e)")),
     (("--large-shm",), dict(action="store_true", default=None, help="large /dev/shm for loader workers")),
-    (("--snapshot",), dict(dest="enable_snapshot", action="store_true", default=None,
-                           help="snapshot the data volume at the end (the first --pvc unless --pvc-name)")),
+    (("--snapshot", "--enable-snapshot"), dict(dest="enable_snapshot", action="store_true", default=None,
+                                               help="snapshot the data volume at the end (the first --pvc "
+                                                    "unless --pvc-name)")),
+    (("--no-enable-snapshot",), dict(dest="enable_snapshot", action="store_false", default=None,
+                                     help=argparse.SUPPRESS)),
     (("--pvc-name",), dict(metavar="NAME", help="PVC to snapshot with --snapshot")),
     (("--name",), dict(metavar="NAME", help="job name (RFC 1123; default lane-<time>-<random>)")),
     (("--namespace",), dict(metavar="NS", help="Kubernetes namespace (default 'default')")),
@@ -53,7 +56,12 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--run-dir",), dict(metavar="DIR", help="where rank 0 writes checkpoints, predictions, metrics")),
     (("--max-steps",), dict(type=int, metavar="N", help="stop after N global steps")),
     (("--num-workers",), dict(type=int, metavar="N", help="data-loader worker processes per rank (default 0)")),
-    (("--no-val",), dict(dest="use_val", action="store_false", default=None, help="no validation split")),
+    (("--use-workers",), dict(dest="_use_workers", action="store_true", default=None,
+                              help="loader workers on (2 unless --num-workers), as USE_WORKERS")),
+    (("--no-use-workers",), dict(dest="_use_workers", action="store_false", default=None, help=argparse.SUPPRESS)),
+    (("--no-val", "--no-use-val"), dict(dest="use_val", action="store_false", default=None,
+                                        help="no validation split")),
+    (("--use-val",), dict(dest="use_val", action="store_true", default=None, help=argparse.SUPPRESS)),
     (("--val-batch-size",), dict(type=int, metavar="N", help="validation batch size")),
     (("--cpu",), dict(metavar="QTY", help="CPU request per rank (Kubernetes quantity)")),
     (("--memory",), dict(metavar="QTY", help="memory request per rank (Kubernetes quantity)")),
@@ -98,6 +106,11 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
             continue
         if dest.startswith("k8s."):
             k8s[dest[4:]] = value
+        elif dest == "_use_workers":  # the trainer's switch; TrainSpec only counts workers
+            if not value:
+                fields["num_workers"] = 0
+            elif getattr(ns, "num_workers", None) is None:
+                fields["num_workers"] = 2
         else:
             fields[dest] = value
     if k8s:

@@ -327,7 +327,7 @@ class TrainSpec:
             def one(name: str, minimum: int, optional: bool = False) -> Any:
                 return lambda: setattr(self, name, _int(name, getattr(self, name), minimum, optional=optional))
             return [one("processes", 1), one("gpus", 0), one("batch_size", 1), one("epochs", 1),
-                    one("max_steps", 1, True), one("num_workers", 0), one("val_batch_size", 1, True)]
+                    one("max_steps", 0, True), lambda: setattr(self, "max_steps", self.max_steps or None), one("num_workers", 0), one("val_batch_size", 1, True)]
 
         def image() -> None:
             self.image = _opt_str("image", self.image)

@@ -8,7 +8,7 @@ import sys
 import cv2
 import pytest
 
-from conftest import frame, make_root
+from data_support import frame, make_root
 from lanenb.cli import main
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import REAL_LABELS, frame, make_root, write_jpeg
+from data_support import REAL_LABELS, frame, make_root, write_jpeg
 from lanenb_trainer.data.labels import (LabelError, LaneRecord, Problem, check_dataset,
                                         read_label_file)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REAL_FRAMES, frame, make_root
+from data_support import REAL_FRAMES, frame, make_root
 from lanenb_trainer.data.augment import (AugmentConfig, affine_matrix, apply_affine, frame_rng,
                                          sample_params)
 from lanenb_trainer.data.labels import LabelError

@@ -50,7 +50,7 @@ BAD_FIELDS = [
     ("run_dir", "", "run_dir='': must be a non-empty string or None"),
     ("extra_args", "--lr 0.1", "extra_args='--lr 0.1': must be a list of strings (one argv item each)"),
     ("extra_args", ["--lr", 0.1], "extra_args=['--lr', 0.1]: must be a list of strings"),
-    ("max_steps", 0, "max_steps=0: must be >= 1"),
+    ("max_steps", -1, "max_steps=-1: must be >= 0"),
     ("num_workers", -2, "num_workers=-2: must be >= 0"),
     ("use_val", "sometimes", "use_val='sometimes': must be true or false"),
     ("val_batch_size", 0, "val_batch_size=0: must be >= 1"),
@@ -155,3 +155,8 @@ def test_trainer_args_parse_with_the_trainer_parser(tmp_path):
     assert "--run-dir" not in TrainSpec(dataset="/d").trainer_args()
     snap = TrainSpec(dataset=str(tmp_path), enable_snapshot=True, pvc_name="runs").trainer_args("/r")
     assert parse_config(snap, env={}).pvc_name == "runs"
+
+
+def test_max_steps_zero_means_no_limit_as_in_the_trainer(tmp_path):
+    assert TrainSpec(dataset=str(tmp_path), max_steps=0).max_steps is None
+    assert "--max-steps" not in TrainSpec(dataset=str(tmp_path), max_steps=0).trainer_args("/r")

@@ -51,7 +51,7 @@ BAD_FLAGS = [
     ("--name Bad_Name", "name='Bad_Name': must be an RFC 1123 label"),
     ("--namespace Bad_NS", "namespace='Bad_NS': must be an RFC 1123 label"),
     ("--project Bad_P", "k8s.runai_project='Bad_P': must be an RFC 1123 label"),
-    ("--max-steps 0", "max_steps=0: must be >= 1"),
+    ("--max-steps -1", "max_steps=-1: must be >= 0"),
     ("--num-workers -1", "num_workers=-1: must be >= 0"),
     ("--val-batch-size 0", "val_batch_size=0: must be >= 1"),
     ("--cpu lots", "cpu='lots': must be a Kubernetes quantity"),
@@ -74,7 +74,8 @@ def test_lanetrain_bad_flag_is_one_line_naming_the_value(ip, data, line, message
 
 def test_every_job_flag_has_a_bad_input_case():
     covered = {line.split()[0].split("=")[0] for line, _ in BAD_FLAGS}
-    flags = {flags[0] for flags, _ in JOB_FLAGS} - {"--large-shm", "--no-val", "--run-dir"}  # no bad value exists
+    flags = {flags[0] for flags, _ in JOB_FLAGS} - {"--large-shm", "--no-val", "--run-dir", "--use-workers",
+                                                    "--no-use-workers", "--use-val", "--no-enable-snapshot"}  # switches: no bad value
     flags -= {"--environment"}
     assert flags - covered - {"-e"} == set(), flags - covered
 

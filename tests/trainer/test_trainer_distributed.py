@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import dump, engines, events_of, run_ranks, train_args
+from trainer_support import dump, engines, events_of, run_ranks, train_args
 
 pytestmark = pytest.mark.slow
 
