@@ -62,7 +62,7 @@ class JobView(StaticFallback, widgets.VBox):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._png: bytes | None = None
-        self._charted_events = -1
+        self._charted_events: tuple[int, str] | None = None
         self._charted_at = 0.0
         self.final = False
         self.refreshes = 0
@@ -139,7 +139,8 @@ class JobView(StaticFallback, widgets.VBox):
             return True
         if batch.updates:  # nothing new: no redraw, no widget traffic
             self._render(charts=time.monotonic() - self._charted_at >= self.chart_interval)
-        elif self.state.events_seen != self._charted_events and time.monotonic() - self._charted_at >= self.chart_interval:
+        elif ((self.state.events_seen, self.state.state) != self._charted_events
+              and time.monotonic() - self._charted_at >= self.chart_interval):
             self._render(charts=True)  # the last events of a burst reach the charts too
         return False
 
@@ -199,9 +200,10 @@ class JobView(StaticFallback, widgets.VBox):
             rank_rows = self._rank_table()
             ranks = s.ranks()
             png = None
-            if charts and s.events_seen != self._charted_events:
+            chart_key = (s.events_seen, s.state)  # a new state alone (the end) retitles the chart
+            if charts and chart_key != self._charted_events:
                 png = render_run(s, title=f"{self.job.name}: {s.state}")
-                self._charted_events = s.events_seen
+                self._charted_events = chart_key
         if png is not None:
             self._png = png
             self._charted_at = time.monotonic()
@@ -246,15 +248,17 @@ class JobView(StaticFallback, widgets.VBox):
         with self._lock:
             entries = self.state.log_tail(self.log_lines, self.rank_filter.value, self.errors_only.value)
             seen = self.state.lines_seen
-        lines = []
-        for e in entries:
+        rows = []
+        for e in reversed(entries):  # newest first in the DOM: column-reverse shows it at the bottom
             who = "launcher" if e.rank is None else f"{e.rank}"
             text = html.escape(f"[{who}] {e.text}")
-            lines.append(f"<span style='color:#c62828;font-weight:bold'>{text}</span>" if e.error else text)
+            style = "color:#c62828;font-weight:bold;" if e.error else ""
+            rows.append(f"<div style='{style}white-space:pre-wrap'>{text}</div>")
+        # a column-reverse scroll box starts scrolled to its end: the newest lines are in view
         self.log_pane.value = (
             "<div style='display:flex;flex-direction:column-reverse;max-height:260px;overflow:auto;"
-            "border:1px solid #ddd;padding:4px'><pre style='margin:0;font-size:11px'>"
-            + "\n".join(lines) + f"</pre></div><small>{len(entries)} shown, {seen} lines received</small>")
+            "border:1px solid #ddd;padding:4px;font-family:monospace;font-size:11px;line-height:1.35'>"
+            + "".join(rows) + f"</div><small>{len(entries)} shown, {seen} lines received</small>")
 
     # ------------------------------------------------------------------ headless
     def static_png(self) -> bytes | None:
