@@ -35,4 +35,4 @@ if [ "${LANENB_SKIP_HOROVOD:-0}" != "1" ]; then
   echo "==> Horovod (MPI + Gloo controllers; ~10 min on 2 cores the first time)"
   bash scripts/install_horovod.sh
 fi
-echo "==> lanenb ready: try 'lanenb demo'"
+echo "==> lanenb ready: try 'lanenb notebook quickstart' (or 'lanenb demo' in the console)"

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 NOTEBOOKS = {"quickstart": "01-quickstart.ipynb", "kubernetes": "02-kubernetes.ipynb",
-             "from-runai": "03-from-runai.ipynb"}
+             "from-runai": "03-from-runai.ipynb", "scaling": "04-scaling.ipynb"}
 
 
 def notebooks_dir() -> Path:

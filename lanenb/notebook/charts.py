@@ -133,3 +133,53 @@ def render_histogram(counts: Sequence[int], labels: Sequence[str], title: str, x
         ax.set_ylabel("frames")
         ax.set_title(title, fontsize=10)
         return png_bytes(fig)
+
+
+def render_scaling(report) -> bytes:
+    """Speed-up against ideal per rank count, and images/s (a ``lanenb.scaling.ScalingReport``)."""
+    rows = report.rows()
+    with _LOCK:
+        fig = _figure(9.0, 3.4)
+        a_speed, a_ips = fig.subplots(1, 2)
+        ranks = [r["processes"] for r in rows]
+        a_speed.plot(ranks, [r["ideal"] for r in rows], ls="--", color="grey", label="ideal")
+        a_speed.plot(ranks, [r["speedup"] for r in rows], marker="o", color="C0", label="measured")
+        for r in rows:
+            a_speed.annotate(f"{r['efficiency']:.0%}", (r["processes"], r["speedup"]), textcoords="offset points",
+                             xytext=(4, -12), fontsize=8)
+        a_speed.set_xlabel("ranks")
+        a_speed.set_ylabel(f"speed-up vs {ranks[0]} rank(s)")
+        a_speed.set_xticks(ranks)
+        a_speed.legend(fontsize=8)
+        a_speed.set_title(f"{report.mode} scaling (labels: efficiency)", fontsize=10)
+        a_ips.bar([str(n) for n in ranks], [r["images_per_s"] for r in rows], color="C2")
+        a_ips.set_xlabel("ranks")
+        a_ips.set_ylabel("images/s (all ranks)")
+        a_ips.set_title("throughput", fontsize=10)
+        return png_bytes(fig)
+
+
+def render_compare(states: dict[str, "RunState"]) -> bytes:
+    """Loss per step and validation accuracy per epoch of several runs, overlaid."""
+    with _LOCK:
+        fig = _figure(10.0, 3.4)
+        a_loss, a_acc = fig.subplots(1, 2)
+        for i, (name, s) in enumerate(states.items()):
+            colour = f"C{i % 10}"
+            if "loss" in s.series and len(s.series["loss"]):
+                a_loss.plot(s.series["loss"].x, s.series["loss"].y, color=colour, lw=1.2, label=name)
+            acc = s.epochs_hist.get("val_accuracy")
+            if acc is not None and len(acc):
+                a_acc.plot([x + 1 for x in acc.x], acc.y, marker="o", color=colour, label=name)
+        a_loss.set_xlabel("step")
+        a_loss.set_ylabel("training loss")
+        a_loss.set_title("loss", fontsize=10)
+        a_acc.set_xlabel("epoch")
+        a_acc.set_ylabel("val accuracy")
+        a_acc.set_title("validation accuracy", fontsize=10)
+        for ax in (a_loss, a_acc):
+            if ax.lines:
+                ax.legend(fontsize=7)
+            else:
+                _empty(ax, "no data yet")
+        return png_bytes(fig)

@@ -51,6 +51,42 @@ def train_parser() -> MagicArgumentParser:
 _PARSER = train_parser()
 
 
+def _rank_list(text: str) -> list[int]:
+    import argparse
+
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of rank counts, e.g. 1,2,4")
+    if not counts:
+        raise argparse.ArgumentTypeError(f"{text!r} lists no rank count")
+    return counts
+
+
+def scale_parser() -> MagicArgumentParser:
+    """``%lanescale``'s parser: %lanetrain's flags, ``--processes`` as a list, plus the run lengths."""
+    parser = MagicArgumentParser(
+        prog="%lanescale", conflict_handler="resolve",
+        description=("Measure how training scales: short runs of the same job at each rank count, read back "
+                     "from their events: images/s, speed-up, efficiency, exchange share, utilisation and the "
+                     "projected time of a full run. %lanescale --data DATA --processes 1,2,4 --steps 50"),
+    )
+    add_job_arguments(parser)
+    parser.add_argument("--processes", "-np", type=_rank_list, default=[1, 2], metavar="N,N,...",
+                        help="rank counts to measure (default 1,2)")
+    parser.add_argument("--steps", type=int, default=50, help="steps per run (default 50)")
+    parser.add_argument("--warmup", type=int, default=10, help="first steps dropped (default 10)")
+    parser.add_argument("--mode", choices=("weak", "strong"), default="weak",
+                        help="weak: same per-rank batch; strong: --batch-size is the global batch")
+    parser.add_argument("--frames", type=int, default=None,
+                        help="training frames of the full run to project (default: this dataset's)")
+    parser.add_argument("--name", default=None, help="report name; runs are NAME-n<ranks>")
+    return parser
+
+
+_SCALE_PARSER = scale_parser()
+
+
 def _user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     """``UserError`` (and YAML errors) -> one-line ``UsageError``; bugs keep their traceback."""
 
@@ -139,6 +175,38 @@ class LaneMagics(Magics):
         return job
 
     @line_magic
+    @_user_errors
+    def lanescale(self, line: str) -> Any:
+        ns = _SCALE_PARSER.parse_args(arg_split(line, posix=True))
+        from lanenb.scaling import measure
+
+        counts = ns.processes
+        ns.processes = None  # set per run by measure()
+        spec = spec_from_args(ns, _SCALE_PARSER, {"processes": min(counts)})
+        report = measure(spec, counts, steps=ns.steps, warmup=ns.warmup, mode=ns.mode, frames=ns.frames,
+                         name=ns.name)
+        from IPython.display import display
+
+        display(report)
+        return report
+
+    @line_magic
+    @magic_arguments()
+    @argument("runs", nargs="+", help="two or more job names (or variables holding Jobs)")
+    @_user_errors
+    def lanecompare(self, line: str) -> Any:
+        """Compare runs: settings that differ, final and best metrics, duration, images/s, curves."""
+        args = parse_argstring(self.lanecompare, line)
+        from lanenb.runs import compare
+
+        jobs = [resolve_job(token, self.shell.user_ns) for token in args.runs]
+        comparison = compare(jobs)
+        from IPython.display import display
+
+        display(comparison)
+        return comparison
+
+    @line_magic
     @magic_arguments()
     @argument("--limit", type=int, default=20, help="newest N jobs (default 20)")
     @_user_errors
@@ -222,6 +290,7 @@ class LaneMagics(Magics):
 
 
 LaneMagics.lanetrain.__doc__ = _PARSER.format_help()
+LaneMagics.lanescale.__doc__ = _SCALE_PARSER.format_help()
 
 
 def _dry_run(spec: Any) -> None:

@@ -1,5 +1,6 @@
 """A rank program that replays a script of ``@lanenb`` events and plain lines (one JSON object
-per line: ``{"rank": R, "sleep": S, "line": "..."}`` or ``{"rank": R, "sleep": S, "event": {...}}``).
+per line: ``{"rank": R, "sleep": S, "line": "..."}`` or ``{"rank": R, "sleep": S, "event": {...}}``;
+an optional ``"world": N`` keeps a line only in runs of N ranks).
 
 It runs under the real mpirun through the real supervisor (``LocalBackend(program=...)``), so
 views, magics and the update stream are tested end to end in a second instead of waiting for
@@ -14,11 +15,12 @@ import time
 from lanenb_trainer.events import format_event
 
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
 script = sys.argv[1]
 code = 0
 for raw in open(script):
     step = json.loads(raw)
-    if step.get("rank", 0) != rank:
+    if step.get("rank", 0) != rank or step.get("world", world) != world:
         continue
     time.sleep(step.get("sleep", 0))
     if "event" in step:

@@ -110,3 +110,18 @@ def test_from_runai_notebook_renders_the_guide_command(tmp_path):
     assert "registry.example.com/lanenb-trainer:0.2" in dry
     summary = text_of(outputs(nb, "yaml.safe_load(manifest)"))
     assert "workers: 3 | GPUs each: 1 | global batch: 99" in summary
+
+
+def test_scaling_notebook_measures_and_compares(tmp_path):
+    nb = execute("04-scaling.ipynb", tmp_path, frames=60, steps=12, warmup=4, epochs=5)
+    scale = outputs(nb, "%lanescale")
+    assert pngs(scale) and pngs(scale)[0].startswith(PNG)
+    assert "speed-up" in text_of(scale) and "efficiency" in text_of(scale)
+    summary = text_of(outputs(nb, "report.rows()"))
+    lines = [l for l in summary.splitlines() if "rank(s):" in l]
+    assert [l.split(" rank(s)")[0] for l in lines] == ["1", "2"]
+    assert "speed-up 1.00x" in lines[0] and "efficiency 100%" in lines[0]
+    ips = [float(l.split(": ")[1].split(" images/s")[0]) for l in lines]
+    assert all(v > 0 for v in ips)
+    compare = outputs(nb, "%lanecompare")
+    assert "settings that differ: processes" in text_of(compare) and pngs(compare)
