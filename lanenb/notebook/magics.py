@@ -177,18 +177,16 @@ class LaneMagics(Magics):
     @line_magic
     @_user_errors
     def lanescale(self, line: str) -> Any:
+        """See ``%lanescale?`` (the flags); returns the ``ScalingReport``."""
         ns = _SCALE_PARSER.parse_args(arg_split(line, posix=True))
         from lanenb.scaling import measure
 
         counts = ns.processes
         ns.processes = None  # set per run by measure()
         spec = spec_from_args(ns, _SCALE_PARSER, {"processes": min(counts)})
-        report = measure(spec, counts, steps=ns.steps, warmup=ns.warmup, mode=ns.mode, frames=ns.frames,
-                         name=ns.name)
-        from IPython.display import display
-
-        display(report)
-        return report
+        # returned, not displayed here: `report = %lanescale ...` keeps it, a bare magic shows it once
+        return measure(spec, counts, steps=ns.steps, warmup=ns.warmup, mode=ns.mode, frames=ns.frames,
+                       name=ns.name)
 
     @line_magic
     @magic_arguments()
@@ -199,12 +197,7 @@ class LaneMagics(Magics):
         args = parse_argstring(self.lanecompare, line)
         from lanenb.runs import compare
 
-        jobs = [resolve_job(token, self.shell.user_ns) for token in args.runs]
-        comparison = compare(jobs)
-        from IPython.display import display
-
-        display(comparison)
-        return comparison
+        return compare([resolve_job(token, self.shell.user_ns) for token in args.runs])
 
     @line_magic
     @magic_arguments()
