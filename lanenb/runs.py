@@ -8,7 +8,6 @@ ids, plus loss and validation-accuracy curves overlaid.
 
 from __future__ import annotations
 
-import html
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -17,6 +16,7 @@ from lanenb_trainer.errors import UserError
 
 from .jobs import Job, RunState, get_job
 from .jobs.runstate import format_duration
+from .tables import Table
 
 __all__ = ["Comparison", "compare", "CompareError"]
 
@@ -73,36 +73,18 @@ class Comparison:
                    "-" if row["duration_s"] is None else format_duration(row["duration_s"]),
                    num(row["images_per_s"], "{:.1f}"), ", ".join(row["snapshots"]) or "-"])
 
-    def _repr_html_(self) -> str:
-        import base64
-
-        cols = self._columns()
-        diff = set(self.differences)
-        head = "".join(f"<th style='{'background:#fff3cd' if c in diff else ''}'>{html.escape(c)}</th>" for c in cols)
-        body = ""
-        for row in self.rows:
-            cells = self._cells(row)
-            body += "<tr>" + "".join(
-                f"<td style='text-align:right;{'background:#fff3cd' if c in diff else ''}'>{html.escape(v)}</td>"
-                for c, v in zip(cols, cells)) + "</tr>"
-        img = base64.b64encode(self.png()).decode()
-        note = ("highlighted: settings that differ" if self.differences else "the runs have the same settings")
-        return (f"<table><tr>{head}</tr>{body}</table><small>{note}</small><br>"
-                f"<img src='data:image/png;base64,{img}'/>")
+    def table(self) -> Table:
+        """The comparison as a table (settings that differ highlighted) with the overlaid curves."""
+        note = ("highlighted: settings that differ (" + ", ".join(self.differences) + ")" if self.differences
+                else "the runs have the same settings")
+        return Table(self._columns(), [self._cells(r) for r in self.rows], highlight=set(self.differences),
+                     note=note, png=self.png())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        import base64
-
-        return {"text/html": self._repr_html_(), "text/plain": repr(self),
-                "image/png": base64.b64encode(self.png()).decode()}
+        return self.table().mimebundle()
 
     def __repr__(self) -> str:
-        rows = [self._columns()] + [self._cells(r) for r in self.rows]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-        if self.differences:
-            lines.append("settings that differ: " + ", ".join(self.differences))
-        return "\n".join(lines)
+        return self.table().text()
 
 
 def compare(runs: Sequence[str | Job]) -> Comparison:

@@ -28,6 +28,7 @@ from .jobs import Job, TrainSpec, get_job, submit
 from .jobs.registry import lanenb_home
 from .jobs.runstate import format_duration
 from .jobs.spec import SpecError
+from .tables import Table
 
 __all__ = ["ScalePoint", "ScalingReport", "measure", "point_from_events", "from_jobs", "ScalingError"]
 
@@ -165,7 +166,8 @@ class ScalingReport:
 
         return render_scaling(self)
 
-    def _table(self) -> list[list[str]]:
+    def table(self) -> Table:
+        """The report as a table (with the speed-up chart)."""
         head = ["ranks", "images/s", "speed-up", "ideal", "efficiency", "exchange+contention",
                 "utilisation per rank", f"projected: {self.frames or self.base.train_frames} frames x {self.epochs} ep"]
         body = []
@@ -176,30 +178,14 @@ class ScalingReport:
                          f"{r['ideal']:.0f}x", f"{r['efficiency']:.0%}",
                          "-" if r["exchange_share"] is None else f"{r['exchange_share']:.0%}", util,
                          "-" if r["projected_s"] is None else format_duration(r["projected_s"])])
-        return [head] + body
-
-    def _repr_html_(self) -> str:
-        import base64
-        import html
-
-        rows = self._table()
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-        body = "".join("<tr>" + "".join(f"<td style='text-align:right'>{html.escape(c)}</td>" for c in r) + "</tr>"
-                       for r in rows[1:])
-        img = base64.b64encode(self.png()).decode()
-        return (f"<b>{self.mode} scaling</b> (from the runs' step events, warm-up dropped)"
-                f"<table><tr>{head}</tr>{body}</table><img src='data:image/png;base64,{img}'/>")
+        return Table(head, body, title=f"{self.mode} scaling (from the runs' step events, warm-up dropped)",
+                     png=self.png())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        import base64
-
-        return {"text/html": self._repr_html_(), "text/plain": repr(self),
-                "image/png": base64.b64encode(self.png()).decode()}
+        return self.table().mimebundle()
 
     def __repr__(self) -> str:
-        rows = self._table()
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows)
+        return self.table().text()
 
 
 def _run_one(spec: TrainSpec, timeout: float) -> Job:

@@ -10,7 +10,6 @@ value, no traceback.
 from __future__ import annotations
 
 import functools
-import html
 import re
 import time
 from typing import Any, Callable
@@ -25,6 +24,7 @@ from lanenb.errors import UserError
 from lanenb.jobs import Job, JobState, get_job, list_jobs, submit
 from lanenb.jobs.arguments import add_job_arguments, spec_from_args
 from lanenb.jobs.runstate import format_duration
+from lanenb.tables import Table
 
 __all__ = ["LaneMagics", "load_ipython_extension", "train_parser", "resolve_job"]
 
@@ -339,21 +339,15 @@ class JobTable:
         return {"name": job.name, "backend": job.backend_name, "status": status, "progress": progress,
                 "accuracy": accuracy, "age": age}
 
-    def _repr_html_(self) -> str:
-        if not self.rows:
-            return "<i>no lanenb jobs yet: %lanetrain starts one</i>"
-        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in self.COLUMNS)
-        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(r[c])}</td>"
-                                        for c in self.COLUMNS) + "</tr>" for r in self.rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return self.table().mimebundle()
+
+    def table(self) -> Table:
+        return Table(list(self.COLUMNS), [[r[c] for c in self.COLUMNS] for r in self.rows],
+                     empty="no lanenb jobs yet: %lanetrain starts one")
 
     def __repr__(self) -> str:
-        if not self.rows:
-            return "no lanenb jobs yet: %lanetrain starts one"
-        widths = {c: max(len(c), *(len(r[c]) for r in self.rows)) for c in self.COLUMNS}
-        lines = ["  ".join(c.ljust(widths[c]) for c in self.COLUMNS)]
-        lines += ["  ".join(r[c].ljust(widths[c]) for c in self.COLUMNS) for r in self.rows]
-        return "\n".join(lines)
+        return self.table().text()
 
 
 def load_ipython_extension(ipython: Any) -> None:

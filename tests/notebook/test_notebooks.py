@@ -124,4 +124,4 @@ def test_scaling_notebook_measures_and_compares(tmp_path):
     ips = [float(l.split(": ")[1].split(" images/s")[0]) for l in lines]
     assert all(v > 0 for v in ips)
     compare = outputs(nb, "%lanecompare")
-    assert "settings that differ: processes" in text_of(compare) and pngs(compare)
+    assert "settings that differ (processes)" in text_of(compare) and pngs(compare)

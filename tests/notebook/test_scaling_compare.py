@@ -135,10 +135,10 @@ def test_compare_tables_differences_metrics_and_curves(ip, scripted):
     assert rows["run-a"]["test_accuracy"] == pytest.approx(0.91) and rows["run-b"]["test_accuracy"] == pytest.approx(0.455)
     assert rows["run-a"]["images_per_s"] == 100.0 and rows["run-b"]["images_per_s"] == 50.0
     assert rows["run-a"]["duration_s"] == 1.0
-    html = cmp._repr_html_()
+    html = cmp.table().html()
     assert "background:#fff3cd" in html and "batch_size" in html and "<img src='data:image/png;base64," in html
     text = repr(cmp)
-    assert "settings that differ: batch_size, epochs" in text and "0.9100" in text
+    assert "highlighted: settings that differ (batch_size, epochs)" in text and "0.9100" in text
     out = ip.run_line_magic("lanecompare", "run-a run-b")
     assert out.differences == ["batch_size", "epochs"]
     with pytest.raises(CompareError, match="give two or more job names"):

@@ -1,0 +1,61 @@
+"""One small table for notebook outputs (``%lanejobs``, scaling reports, run comparisons): HTML in
+JupyterLab, aligned text elsewhere, and an optional chart carried as ``image/png`` so a
+headless run (papermill, GitHub) keeps the picture too."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Table"]
+
+
+@dataclass
+class Table:
+    """``columns`` and ``rows`` of strings; ``highlight`` names columns to shade (e.g. the
+    settings that differ between runs); ``title``/``note`` go above/below; ``png`` below all."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    highlight: set[str] = field(default_factory=set)
+    title: str = ""
+    note: str = ""
+    png: bytes | None = None
+    empty: str = "(nothing to show)"
+
+    def html(self) -> str:
+        if not self.rows:
+            return f"<i>{html.escape(self.empty)}</i>"
+
+        def style(col: str) -> str:
+            return "background:#fff3cd;" if col in self.highlight else ""
+
+        head = "".join(f"<th style='text-align:left;{style(c)}'>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:left;{style(c)}'>{html.escape(v)}</td>"
+                                        for c, v in zip(self.columns, row)) + "</tr>" for row in self.rows)
+        out = f"<b>{html.escape(self.title)}</b>" if self.title else ""
+        out += f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        if self.note:
+            out += f"<small>{html.escape(self.note)}</small><br>"
+        if self.png:
+            out += f"<img src='data:image/png;base64,{base64.b64encode(self.png).decode()}'/>"
+        return out
+
+    def text(self) -> str:
+        if not self.rows:
+            return self.empty
+        table = [self.columns] + self.rows
+        widths = [max(len(r[i]) for r in table) for i in range(len(self.columns))]
+        lines = [self.title] if self.title else []
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    def mimebundle(self) -> dict[str, Any]:
+        bundle: dict[str, Any] = {"text/html": self.html(), "text/plain": self.text()}
+        if self.png:
+            bundle["image/png"] = base64.b64encode(self.png).decode()
+        return bundle
