@@ -33,8 +33,10 @@ def save_atomic(obj: Any, path: str | os.PathLike) -> Path:
 
 def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, global_step: int,
                lr: float, best: dict | None, config: dict, world_size: int,
-               rng_states: list | None = None) -> dict[str, Any]:
+               rng_states: list | None = None, model_args: dict | None = None) -> dict[str, Any]:
     return {
+        # what build_model needs to rebuild this very model (lanenb predict/export read it)
+        "model_args": model_args,
         "format": FORMAT_VERSION,
         "model": unwrap(model).state_dict(),
         "optimizer": optimizer.state_dict(),

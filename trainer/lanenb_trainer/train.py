@@ -194,7 +194,7 @@ class Trainer:
 
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
-        model = build_model(cfg.backbone, num_lanes=NUM_LANES, weights=cfg.weights)
+        model = build_model(cfg.backbone, num_lanes=NUM_LANES, input_size=cfg.image_size, weights=cfg.weights)
         # Same init everywhere (rank 0's is broadcast anyway); a per-rank stream for dropout.
         torch.manual_seed(cfg.seed + 1 + self.rank)
         self._pending_rng: torch.Tensor | None = None
@@ -320,7 +320,9 @@ class Trainer:
             rng_states=rng_states,
             model=self.model, optimizer=self.optimizer, scaler=self.scaler, epoch=self.epoch,
             step_in_epoch=self.step_in_epoch, global_step=self.global_step, lr=self.lr,
-            best=self.best, config=self.cfg.to_dict(), world_size=self.engine.world_size)
+            best=self.best, config=self.cfg.to_dict(), world_size=self.engine.world_size,
+            model_args={"backbone": self.cfg.backbone, "num_lanes": NUM_LANES,
+                        "input_size": list(self.cfg.image_size)})
         path = ckpt.save_atomic(state, self.run_dir / "checkpoints" / "last.pt")
         self.emit("checkpoint", path=str(path), epoch=self.epoch, step=self.global_step, best=False)
         if best:

@@ -204,6 +204,20 @@ def apply_colour_uint8(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
     return torch.from_numpy(rgb).permute(2, 0, 1)
 
 
+def prepare_frame(bgr: np.ndarray, out_hw: tuple[int, int]) -> "torch.Tensor":
+    """An unaugmented frame as the network sees it: uint8 3xHxW RGB at ``out_hw``.
+
+    The evaluation path of ``TuSimpleDataset`` (no augmentation: a plain resize) and
+    ``lanenb predict`` both call this, so a model sees the same pixels in both;
+    :func:`normalize_images` follows on the batch.
+    """
+    import cv2
+
+    oh, ow = out_hw
+    warped = cv2.resize(bgr, (ow, oh), interpolation=cv2.INTER_LINEAR)
+    return apply_colour_uint8(warped, colour_matrix(None, normalise=False))
+
+
 def normalize_images(images: "torch.Tensor", mean: tuple[float, float, float] = IMAGENET_MEAN,
                      std: tuple[float, float, float] = IMAGENET_STD) -> "torch.Tensor":
     """uint8 [N,3,H,W] RGB batch -> ImageNet-normalised float32, on the batch's device."""

@@ -24,7 +24,7 @@ import torch
 from torch.utils.data import Dataset
 
 from .augment import (AugmentConfig, affine_matrix, apply_affine, apply_colour, apply_colour_uint8,
-                      colour_matrix, crop_resize_window, frame_rng, sample_params)
+                      colour_matrix, crop_resize_window, frame_rng, prepare_frame, sample_params)
 from .labels import LabelError, LaneRecord, Problem, load_image
 from .masks import (assign_slots, default_thickness, existence_from_points, lane_runs, mirror_slots,
                     render_mask)
@@ -188,7 +188,12 @@ class TuSimpleDataset(Dataset):
         oh, ow = self.size
         m = affine_matrix((h, w), (oh, ow), params)
         window = crop_resize_window(m, (h, w), (oh, ow)) if factor == 1.0 else None
-        if window is not None:  # no rotation: crop + resize (+ flip), lanes through its exact matrix
+        image = None
+        if window is not None and params is None and not self.normalize:
+            # evaluation frames (the trainer's uint8 path): the one function lanenb predict uses
+            (x0, y0, x1, y1), m = window
+            image = prepare_frame(img[y0:y1, x0:x1], (oh, ow))
+        elif window is not None:  # no rotation: crop + resize (+ flip), lanes through its exact matrix
             (x0, y0, x1, y1), m = window
             warped = cv2.resize(img[y0:y1, x0:x1], (ow, oh), interpolation=cv2.INTER_LINEAR)
             if m[0, 0] < 0:
@@ -200,9 +205,9 @@ class TuSimpleDataset(Dataset):
             m_img = (np.vstack([m, [0, 0, 1]]) @ to_src)[:2]
             warped = cv2.warpAffine(img, m_img, (ow, oh), flags=cv2.INTER_LINEAR,
                                     borderMode=cv2.BORDER_CONSTANT)
-        if self.normalize:
+        if image is None and self.normalize:
             image = apply_colour(warped, colour_matrix(params))
-        else:
+        elif image is None:
             image = apply_colour_uint8(warped, colour_matrix(params, normalise=False))
 
         slots = self._slots[i]

@@ -9,10 +9,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .message_passing import MessagePassing, message_pass, spatial_message_passing
+from .message_passing import MessagePassing, message_pass, plain_message_passing, spatial_message_passing
 from .scnn import (
     BACKBONES,
     SCNN,
+    build_from_checkpoint,
     build_model,
     load_weights,
     scnn_resnet18,
@@ -25,9 +26,11 @@ __all__ = [
     "BACKBONES",
     "MessagePassing",
     "SCNN",
+    "build_from_checkpoint",
     "build_model",
     "load_weights",
     "message_pass",
+    "plain_message_passing",
     "postprocess",
     "scnn_resnet18",
     "scnn_resnet34",

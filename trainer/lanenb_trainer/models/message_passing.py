@@ -24,6 +24,7 @@ import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 __all__ = ["MessagePassing", "message_pass", "spatial_message_passing"]
@@ -258,6 +259,31 @@ def _check_input(x: torch.Tensor, weight: torch.Tensor) -> None:
         )
 
 
+def plain_message_passing(x: torch.Tensor, down: torch.Tensor, up: torch.Tensor, right: torch.Tensor,
+                          left: torch.Tensor) -> torch.Tensor:
+    """The same four sweeps as plain per-slice ops (slice, conv2d, relu, cat).
+
+    Slower, but every op is a standard one: ``torch.jit.trace`` and the ONNX exporters
+    record it, where they cannot record the custom autograd ``Function``. Used for export
+    (``MessagePassing.plain``) and checked equal to the fast path in the tests.
+    """
+    for weight, (vertical, reverse) in zip((down, up, right, left),
+                                           ((True, False), (True, True), (False, False), (False, True))):
+        k = weight.shape[3] if vertical else weight.shape[2]
+        pad = (0, k // 2) if vertical else (k // 2, 0)
+        dim = 2 if vertical else 3
+        slices = [x.narrow(dim, i, 1) for i in range(x.shape[dim])]
+        if reverse:
+            slices = slices[::-1]
+        out = [slices[0]]
+        for i in range(1, len(slices)):
+            out.append(slices[i] + F.relu(F.conv2d(out[i - 1], weight, padding=pad)))
+        if reverse:
+            out = out[::-1]
+        x = torch.cat(out, dim=dim)
+    return x
+
+
 class MessagePassing(nn.Module):
     """SCNN's spatial CNN block: sweeps down, up, right and left with bias-free convs.
 
@@ -283,7 +309,10 @@ class MessagePassing(nn.Module):
         for conv in (self.down, self.up, self.right, self.left):
             nn.init.normal_(conv.weight, 0.0, std)
 
+    plain = False  # True (set by lanenb export): plain ops that tracers and exporters can record
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return spatial_message_passing(
-            x, self.down.weight, self.up.weight, self.right.weight, self.left.weight
-        )
+        weights = (self.down.weight, self.up.weight, self.right.weight, self.left.weight)
+        if self.plain or torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export():
+            return plain_message_passing(x, *weights)
+        return spatial_message_passing(x, *weights)

@@ -30,6 +30,7 @@ __all__ = [
     "BACKBONES",
     "SCNN",
     "build_model",
+    "build_from_checkpoint",
     "load_weights",
     "scnn_resnet18",
     "scnn_resnet34",
@@ -83,11 +84,12 @@ class SCNN(nn.Module):
         _init_weights(self)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if x.dim() != 4 or x.shape[1] != 3:
-            raise ValueError(f"SCNN expects images shaped [N, 3, H, W], got {tuple(x.shape)}")
         h, w = x.shape[-2:]
-        if h % FEATURE_STRIDE or w % FEATURE_STRIDE:
-            raise ValueError(f"SCNN input height and width must be multiples of 8, got {h}x{w}")
+        if not torch.jit.is_tracing():  # shapes are fixed in a traced/exported graph
+            if x.dim() != 4 or x.shape[1] != 3:
+                raise ValueError(f"SCNN expects images shaped [N, 3, H, W], got {tuple(x.shape)}")
+            if h % FEATURE_STRIDE or w % FEATURE_STRIDE:
+                raise ValueError(f"SCNN input height and width must be multiples of 8, got {h}x{w}")
         feats = self.message_passing(self.backbone(x))
         seg = self.seg_head(self.dropout(feats))
         prob = F.softmax(seg, dim=1)
@@ -219,3 +221,45 @@ def build_model(
     if builder is None:
         raise ValueError(f"unknown backbone {backbone!r}; choose one of: {', '.join(BACKBONES)}")
     return builder(num_lanes=num_lanes, weights=weights, **kwargs)
+
+
+def build_from_checkpoint(path: str | os.PathLike[str]) -> tuple[SCNN, dict]:
+    """The model a trainer checkpoint (``last.pt``/``best.pt``) holds, built with the
+    constructor arguments stored in it (backbone, lanes, input size), in eval mode.
+
+    Returns ``(model, model_args)``. Loads with ``weights_only=True``: a checkpoint on a shared
+    volume cannot run code. Older checkpoints without ``model_args`` use their ``config``.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: not a lanenb checkpoint or state dict.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {str(path)!r}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise ValueError(f"cannot read checkpoint {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(state, Mapping) or not isinstance(state.get("model"), Mapping):
+        raise ValueError(f"{str(path)!r} is not a lanenb training checkpoint (no 'model' state dict); "
+                         "for a bare state dict use build_model(backbone, input_size=..., weights=...)")
+    args = state.get("model_args")
+    if not args:
+        cfg = state.get("config") or {}
+        args = {"backbone": cfg.get("backbone", "small"), "num_lanes": 4,
+                "input_size": [cfg.get("img_height", 288), cfg.get("img_width", 800)]}
+    args = {"backbone": args["backbone"], "num_lanes": int(args["num_lanes"]),
+            "input_size": [int(v) for v in args["input_size"]]}
+    weights = {k[len("module."):] if k.startswith("module.") else k: v for k, v in state["model"].items()}
+    # trainers before model_args built every model at 288x800 whatever the image size
+    sizes = [args["input_size"]] + ([] if state.get("model_args") else [[288, 800]])
+    for size in sizes:
+        model = build_model(args["backbone"], num_lanes=args["num_lanes"], input_size=tuple(size))
+        try:
+            model.load_state_dict(weights)
+        except RuntimeError as exc:
+            error = exc
+            continue
+        return model.eval(), {**args, "input_size": list(args["input_size"]), "built_at": list(size)}
+    raise ValueError(f"checkpoint {str(path)!r} does not fit a {args['backbone']} SCNN at "
+                     f"{args['input_size']}: {error}") from None
