@@ -16,3 +16,10 @@ def load_ipython_extension(ipython: Any) -> None:
     from lanenb.notebook.magics import load_ipython_extension as load
 
     load(ipython)
+
+
+def predict(weights: Any, images: Any, **kwargs: Any) -> Any:
+    """``lanenb.predict(weights, images)``: lanes on images (see ``lanenb.prediction.predict``)."""
+    from lanenb.prediction import predict as _predict
+
+    return _predict(weights, images, **kwargs)

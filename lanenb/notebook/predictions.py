@@ -22,7 +22,7 @@ from lanenb.jobs import Job
 from lanenb_trainer.data.labels import load_image
 from lanenb_trainer.data.preview import draw_lanes
 from lanenb_trainer.evaluation.jsonl import read_json_lines
-from lanenb_trainer.evaluation.lane_eval import FrameScore, evaluate_files
+from lanenb_trainer.evaluation.lane_eval import FrameScore, evaluate
 
 from .dataset import encode_png
 from .fallback import StaticFallback
@@ -54,9 +54,9 @@ def _run_paths(source: "Job | str | os.PathLike[str]", data: str | None) -> tupl
     if not run_dir.is_dir():
         raise PredictionError(f"run directory {str(run_dir)!r} does not exist (on this machine)")
     pred = run_dir / "predictions" / "test.json"
-    if not pred.is_file():
-        raise PredictionError(f"{pred} does not exist: the run has not finished its test evaluation "
-                              f"(or it has no test split)")
+    if not pred.is_file() and not any((run_dir / "checkpoints" / n).is_file() for n in ("best.pt", "last.pt")):
+        raise PredictionError(f"{pred} does not exist and the run has no checkpoint to predict with: "
+                              f"the run has not finished an epoch (or it has no test split)")
     if data is None:
         try:
             data = json.loads((run_dir / "config.json").read_text())["data"]
@@ -92,15 +92,26 @@ class PredictionViewer(StaticFallback, widgets.VBox):
             raise PredictionError(f"rows={rows!r}: must be an integer >= 1")
         self.run_dir, self.pred_path, self.gt_path = _run_paths(job_or_run_dir, data)
         self.data_root = self.gt_path.parent
-        self.result = evaluate_files(self.pred_path, self.gt_path)
+        gt = [rec for _, rec in read_json_lines(self.gt_path, "ground-truth file")]
+        if self.pred_path.is_file():
+            self.source = f"{self.pred_path}"
+            preds = [rec for _, rec in read_json_lines(self.pred_path, "prediction file")]
+        else:  # stopped before its test evaluation: predict now with its checkpoint (lanenb.predict)
+            from lanenb.prediction import Predictor, predict_split
+
+            model = Predictor(self.run_dir, device="cpu")
+            preds, _ = predict_split(model, self.data_root, "test", self.run_dir, draw=0)
+            self.source = f"predicted now with {model.path}"
+        self.result = evaluate(preds, gt)
         self.rows = rows
-        self._pred = {rec["raw_file"]: rec for _, rec in read_json_lines(self.pred_path, "prediction file")}
-        self._gt = {rec["raw_file"]: rec for _, rec in read_json_lines(self.gt_path, "ground-truth file")}
+        self._pred = {rec["raw_file"]: rec for rec in preds}
+        self._gt = {rec["raw_file"]: rec for rec in gt}
         self.sort = widgets.Dropdown(options=self.SORTS, value=sort, description="sort")
         self.frames = widgets.Select(options=[], rows=12, layout=widgets.Layout(width="560px"))
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.detail = widgets.HTML()
-        summary = (f"<b>{html.escape(str(self.run_dir))}</b>: {len(self.result.frames)} test frames, "
+        summary = (f"<b>{html.escape(str(self.run_dir))}</b> ({html.escape(self.source)}): "
+                   f"{len(self.result.frames)} test frames, "
                    f"accuracy {self.result.accuracy:.4f}, FP {self.result.fp:.4f}, FN {self.result.fn:.4f}")
         self.sort.observe(lambda _c: self._list(), names="value")
         self.frames.observe(lambda _c: self._show(), names="value")

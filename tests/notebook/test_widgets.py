@@ -265,7 +265,7 @@ def test_prediction_viewer_lists_worst_frames_first_and_draws_them(tmp_path, syn
 
 @pytest.mark.parametrize("setup,message", [
     ("missing_dir", "does not exist (on this machine)"),
-    ("no_predictions", "test.json does not exist: the run has not finished its test evaluation"),
+    ("no_predictions", "test.json does not exist and the run has no checkpoint to predict with"),
     ("bad_sort", "sort='random': must be one of"),
     ("bad_rows", "rows=0: must be an integer >= 1"),
     ("not_a_job", "job_or_run_dir=42: must be a Job or a run directory"),

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from lanenb.cli import main
-from lanenb.predict import PredictError, Predictor, predict
+from lanenb.prediction import PredictError, Predictor, predict
 
 
 def lines(path: Path) -> list[dict]:
@@ -34,8 +34,10 @@ def test_split_predictions_equal_the_trainers_test_evaluation(trained, tmp_path,
 
 
 def test_python_api_on_paths_and_frames_gives_lanes_in_image_pixels(trained):
+    import lanenb
+
     data, run = trained
-    preds = predict(run, data / "clips", batch_size=4)
+    preds = lanenb.predict(run, data / "clips", batch_size=4)
     assert len(preds) == 24 and all(p.size == (180, 320) for p in preds)
     assert preds[0].h_samples == [int(round(y * 180 / 720)) for y in range(160, 720, 10)]
     model = Predictor(run)
@@ -169,3 +171,17 @@ def test_build_model_loads_a_checkpoint_at_its_trained_size(trained):
     rebuilt, args = build_from_checkpoint(run / "checkpoints" / "best.pt")
     assert args["input_size"] == [64, 128] and args["backbone"] == "small"
     assert model.exist_grid == rebuilt.exist_grid == (4, 8)
+
+
+def test_prediction_viewer_predicts_a_run_stopped_before_its_test_evaluation(trained, tmp_path):
+    import shutil
+
+    from lanenb.notebook import PredictionViewer
+
+    data, run = trained
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    (copy / "predictions" / "test.json").unlink()
+    view = PredictionViewer(copy)
+    assert "predicted now with" in view.source and len(view.result.frames) == 6
+    assert set(view._pred) == set(view._gt) and bytes(view.image.value).startswith(b"\x89PNG")

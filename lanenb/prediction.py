@@ -1,7 +1,7 @@
 """Use a trained model: lanes on your own images, a video or a dataset split.
 
-    from lanenb.predict import predict
-    preds = predict("runs/first", "my_frames/*.jpg")      # list[Prediction], lanes in image pixels
+    import lanenb
+    preds = lanenb.predict("runs/first", "my_frames/*.jpg")   # list[Prediction], lanes in image pixels
 
 ``lanenb predict`` writes a TuSimple submission file (with each frame's real ``run_time``),
 the frames (or an MP4) with the lanes drawn, and with ``--data`` the official metrics. The
