@@ -13,25 +13,16 @@ post-processing are not included (``lanenb predict`` prints the whole per-frame 
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchutil import cpu_name, percentile  # noqa: E402  (bench/ is on sys.path)
+
 import numpy as np
 import torch
-
-
-def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def checkpoint(backbone: str, size: tuple[int, int], folder: Path) -> Path:
@@ -42,6 +33,16 @@ def checkpoint(backbone: str, size: tuple[int, int], folder: Path) -> Path:
     torch.save({"format": 1, "model": model.state_dict(),
                 "model_args": {"backbone": backbone, "num_lanes": 4, "input_size": list(size)}}, path)
     return path
+
+
+def torch_runner(module, device: torch.device):
+    """A forward pass of ``module`` on ``device``, finished (synchronised) when it returns."""
+    def run(x: torch.Tensor) -> None:
+        with torch.no_grad():
+            module(x.to(device))
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    return run
 
 
 def timed(fn, x, repeats: int) -> list[float]:
@@ -74,27 +75,11 @@ def main() -> int:
         ckpt = checkpoint(backbone, (h, w), tmp)
         model, _ = build_from_checkpoint(ckpt)
         model.to(device)
-        runtimes = {}
-
-        def eager(x, m=model):
-            with torch.no_grad():
-                m(x.to(device))
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-
-        runtimes["eager"] = eager
         t = time.perf_counter()
         ts = export(ckpt, "torchscript", tmp / f"{backbone}.ts.pt", check=False)
-        ts_model = torch.jit.load(str(ts.path), map_location=device)
         ts_s = time.perf_counter() - t
-
-        def script(x, m=ts_model):
-            with torch.no_grad():
-                m(x.to(device))
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-
-        runtimes["torchscript"] = script
+        runtimes = {"eager": torch_runner(model, device),
+                    "torchscript": torch_runner(torch.jit.load(str(ts.path), map_location=device), device)}
         onnx_s = None
         if device.type == "cpu":
             import onnxruntime as ort

@@ -27,20 +27,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-
-def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+from benchutil import cpu_name, percentile  # noqa: E402  (bench/ is on sys.path)
 
 
 def history_memory_mb(steps: int = 100_000, lines: int = 1_000_000) -> tuple[float, int, int]:
@@ -130,12 +117,12 @@ def main() -> int:
     print(f"%lanetrain return: median {statistics.median(returns) * 1000:.0f} ms, max {max(returns) * 1000:.0f} ms "
           f"over {len(returns)} launches (goal < 500 ms)")
     print(f"trivial cell while 2 ranks train ({len(cells)} cells over {elapsed:.0f} s, {steps} steps seen): "
-          f"p50 {pct(cells, 0.5) * 1000:.2f} ms, p95 {pct(cells, 0.95) * 1000:.2f} ms, "
+          f"p50 {percentile(cells, 0.5) * 1000:.2f} ms, p95 {percentile(cells, 0.95) * 1000:.2f} ms, "
           f"max {max(cells) * 1000:.1f} ms (goal p95 < 100 ms)")
     print(f"view refresh: {refresh_hz:.2f} Hz (goal >= 1 Hz)")
     if latencies:
-        print(f"event latency trainer print -> view: p50 {pct(latencies, 0.5) * 1000:.0f} ms, "
-              f"p95 {pct(latencies, 0.95) * 1000:.0f} ms over {len(latencies)} events (goal p95 < 1 s)")
+        print(f"event latency trainer print -> view: p50 {percentile(latencies, 0.5) * 1000:.0f} ms, "
+              f"p95 {percentile(latencies, 0.95) * 1000:.0f} ms over {len(latencies)} events (goal p95 < 1 s)")
     print(f"view history after 100k steps + 1M log lines: {mem_mb:.2f} MB "
           f"({buckets} loss buckets, {kept} log lines kept)")
     return 0

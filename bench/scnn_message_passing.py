@@ -23,25 +23,14 @@ from typing import Callable
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-from lanenb_trainer.models.message_passing import MessagePassing
+from lanenb_trainer.models.message_passing import MessagePassing, plain_message_passing
 
 
 def published_loop(x: torch.Tensor, convs: nn.ModuleList) -> torch.Tensor:
-    """The straightforward SCNN loop as published PyTorch ports write it (list + torch.cat)."""
-    for conv, vertical, reverse in zip(convs, (True, True, False, False), (False, True, False, True)):
-        dim = 2 if vertical else 3
-        slices = [x.narrow(dim, i, 1) for i in range(x.shape[dim])]
-        if reverse:
-            slices = slices[::-1]
-        out = [slices[0]]
-        for i in range(1, len(slices)):
-            out.append(slices[i] + F.relu(conv(out[i - 1])))
-        if reverse:
-            out = out[::-1]
-        x = torch.cat(out, dim=dim)
-    return x
+    """The straightforward SCNN loop as published PyTorch ports write it (list + torch.cat):
+    the library keeps it as ``plain_message_passing`` (the export path)."""
+    return plain_message_passing(x, *(conv.weight for conv in convs))
 
 
 def best_times(fns: dict[str, Callable[[], None]], repeats: int) -> dict[str, float]:

@@ -62,7 +62,8 @@ def test_bad_cursor_is_named(scripted):
 
 
 def test_tail_state_reads_only_the_end_of_a_long_log(scripted):
-    job = submit(TrainSpec(**scripted(training_script(steps=40, sleep=0.0), "long")))
+    # one rank: one ordered stream (two ranks' lines interleave in any order in job.log)
+    job = submit(TrainSpec(**{**scripted(training_script(steps=40, sleep=0.0, world=1), "long"), "processes": 1}))
     job.wait(60)
     state = job.tail_state(lines=10)
     assert state.lines_seen == 10 and state.state == "succeeded"
