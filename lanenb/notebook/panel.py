@@ -145,6 +145,12 @@ class TrainPanel(widgets.VBox):
         fields = self.spec_fields()
         extra_error = fields.pop("_extra_error", None)
         problems = validate(fields)
+        sub = self.subpath.value.strip()
+        if not self._local and (sub.startswith("/") or ".." in sub.split("/")):
+            from lanenb.jobs.validate import Problem
+
+            problems.insert(0, Problem("dataset", sub, f"path in PVC {sub!r}: must be a folder inside the PVC "
+                                                       f"(relative, no '..')"))
         if extra_error:
             from lanenb.jobs.validate import Problem
 

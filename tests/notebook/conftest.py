@@ -26,9 +26,12 @@ def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def ip():
-    """The IPython shell with ``%load_ext lanenb`` done (what a notebook user types first)."""
+    """The IPython shell with ``%load_ext lanenb`` done (what a notebook user types first).
+
+    Started before any test: widgets displayed without a shell would otherwise create a plain
+    ``InteractiveShell`` singleton that the test shell cannot replace."""
     from IPython.testing.globalipapp import start_ipython
 
     shell = start_ipython()

@@ -110,6 +110,7 @@ def test_job_argument_errors(ip):
         assert "no job named 'nope'; %lanejobs lists the jobs" in usage(ip, magic, "nope")
         assert "the following arguments are required: job" in usage(ip, magic, "")
     assert "--limit must be >= 1, got 0" in usage(ip, "lanejobs", "--limit 0")
+    assert "argument --tail: invalid int value: 'x'" in usage(ip, "lanelogs", "nope --tail x")
     assert "argument --limit: invalid int value: 'x'" in usage(ip, "lanejobs", "--limit x")
 
 

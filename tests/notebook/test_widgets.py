@@ -167,8 +167,25 @@ def test_panel_kubernetes_choices_come_from_the_cluster(cluster, kubeconfig, mon
     assert panel.problems == [], panel.problems
     fields = panel.spec_fields()
     assert fields["volumes"] == ["tusimple-data:/mnt/data"] and fields["dataset"] == "/mnt/data/tusimple"
+    panel.subpath.value = "../../etc"
+    assert panel.launch.disabled and "path in PVC '../../etc': must be a folder inside the PVC" in html.unescape(panel.message.value)
+    panel.subpath.value = "tusimple"
     panel.namespace.value = "Bad_NS"
     assert panel.launch.disabled and "namespace='Bad_NS': must be an RFC 1123 label" in html.unescape(panel.message.value)
+
+
+def test_panel_choice_controls_accept_only_their_options(synth):
+    import traitlets
+
+    from lanenb.notebook import TrainPanel
+
+    panel = TrainPanel(dataset=str(synth))
+    for control, bad in ((panel.engine, "tensorflow"), (panel.backbone, "alexnet"), (panel.backend, "slurm")):
+        with pytest.raises(traitlets.TraitError, match="Invalid selection"):
+            control.value = bad
+    panel.processes.value = 10_000  # a slider clamps to what this machine has
+    assert panel.processes.value == panel.processes.max
+    assert not panel.launch.disabled
 
 
 def test_panel_launches_and_stops_a_real_job(synth, scripted):
