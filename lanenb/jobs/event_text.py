@@ -35,7 +35,8 @@ def _epoch(ev: Event) -> str:
 
 
 def _eval(ev: Event) -> str:
-    return (f"{ev.get('split')} accuracy {ev.get('accuracy') or 0:.4f} fp {ev.get('fp') or 0:.4f} "
+    model = {"best": " (best.pt)", "last": " (last model)"}.get(ev.get("model"), "")
+    return (f"{ev.get('split')}{model} accuracy {ev.get('accuracy') or 0:.4f} fp {ev.get('fp') or 0:.4f} "
             f"fn {ev.get('fn') or 0:.4f} ({ev.get('frames')} frames)")
 
 

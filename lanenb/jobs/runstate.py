@@ -196,8 +196,9 @@ class RunState:
                         "fn": ev.get("val_fn")}
 
     def _on_eval(self, ev: Event) -> None:
-        if ev.get("split") == "test":
+        if ev.get("split") == "test":  # best.pt's comes after the last model's: it is the headline
             self.test = {k: ev.get(k) for k in ("accuracy", "fp", "fn", "frames")}
+            self.test["model"] = ev.get("model") or "last"
 
     def _on_checkpoint(self, ev: Event) -> None:
         self.checkpoint = ev.get("path")
@@ -225,7 +226,7 @@ class RunState:
         self.end_status = ev.get("status")
         self.duration_s = ev.get("duration_s")
         self.best = ev.get("best")
-        if ev.get("test"):
+        if ev.get("test") and self.test is None:
             self.test = dict(ev.get("test"))
         if isinstance(ev.get("step"), int):
             self.step = ev.get("step")

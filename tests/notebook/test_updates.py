@@ -67,7 +67,7 @@ def test_tail_state_reads_only_the_end_of_a_long_log(scripted):
     job.wait(60)
     state = job.tail_state(lines=10)
     assert state.lines_seen == 10 and state.state == "succeeded"
-    assert state.test == {"accuracy": 0.91, "fp": 0.05, "fn": 0.04, "frames": 12}
+    assert state.test == {"accuracy": 0.91, "fp": 0.05, "fn": 0.04, "frames": 12, "model": "last"}
 
 
 def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):

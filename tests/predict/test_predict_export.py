@@ -185,3 +185,15 @@ def test_prediction_viewer_predicts_a_run_stopped_before_its_test_evaluation(tra
     view = PredictionViewer(copy)
     assert "predicted now with" in view.source and len(view.result.frames) == 6
     assert set(view._pred) == set(view._gt) and bytes(view.image.value).startswith(b"\x89PNG")
+
+
+def test_metrics_say_which_model_and_best_pt_is_scored_on_test(trained, tmp_path):
+    """metrics.json's test_best is best.pt's test score: lanenb predict with best.pt agrees."""
+    data, run = trained
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["models"]["test_best"] == f"best.pt (epoch {metrics['best_epoch']})"
+    assert main(["predict", "--weights", str(run / "checkpoints" / "best.pt"), "--data", str(data),
+                 "--out", str(tmp_path / "b"), "--no-draw"]) == 0
+    ours = json.loads((tmp_path / "b" / "metrics.json").read_text())
+    assert ours["accuracy"] == pytest.approx(metrics["test_best"]["accuracy"])
+    assert ours["fn"] == pytest.approx(metrics["test_best"]["fn"])

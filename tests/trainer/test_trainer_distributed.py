@@ -39,7 +39,11 @@ def test_loss_falls_and_run_dir_is_complete(full_run, synth_root):
     assert steps and all(s["images_per_s"] > 0 for s in steps)
     assert steps[-1]["step"] == steps[-1]["total_steps"]
     vals = events_of(lines, "eval", rank=0)
-    assert [e["split"] for e in vals] == ["val"] * RUN["epochs"] + ["test"]
+    splits = [e["split"] for e in vals]
+    assert splits[:RUN["epochs"] + 1] == ["val"] * RUN["epochs"] + ["test"] and set(splits[RUN["epochs"]:]) == {"test"}
+    assert [e.get("model") for e in vals if e["split"] == "test"][0] == "last"
+    assert all(e["latency_ms_p50"] > 0 and e["latency_ms_p95"] >= e["latency_ms_p50"]
+               for e in vals if e["split"] == "val")  # latency reported beside the scores
     for name in ("config.json", "events.jsonl", "metrics.json", "checkpoints/last.pt", "checkpoints/best.pt",
                  "predictions/test.json"):
         assert (run_dir / name).is_file(), name
@@ -50,6 +54,9 @@ def test_loss_falls_and_run_dir_is_complete(full_run, synth_root):
     assert [p["raw_file"] for p in preds] == [json.loads(x)["raw_file"] for x in test_labels]
     assert all(set(p) == {"raw_file", "lanes", "run_time"} for p in preds)
     assert metrics["test"]["frames"] == len(test_labels)
+    # which model each number is for; the headline is best.pt's
+    assert metrics["models"]["test"].startswith("last model") and metrics["models"]["test_best"].startswith("best.pt")
+    assert metrics["headline_model"] == "best.pt" and metrics["accuracy"] == metrics["test_best"]["accuracy"]
     # rank 0 mirrors its events into events.jsonl
     kinds = [json.loads(x)["kind"] for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert kinds[0] == "start" and kinds[-1] == "end" and "checkpoint" in kinds
@@ -142,3 +149,23 @@ def _running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_fewer_eval_frames_than_ranks_does_not_hang(engine, tmp_path):
+    """One validation frame and one test frame for two ranks: the rank without frames must still
+    join every collective (it used to wait for a DDP buffer broadcast until the timeout)."""
+    from lanenb_trainer.data.synth import synthesize
+
+    root = tmp_path / "data"
+    synthesize(root, 10, seed=3, width=320, height=180, test_fraction=0.1, progress=False)
+    assert len((root / "test_label.json").read_text().splitlines()) == 1
+    args = train_args(root, tmp_path / "run", engine=engine, epochs=1, batch_size=2, val_fraction=0.12,
+                      collective_timeout=60)
+    t0 = time.monotonic()
+    code, lines = run_ranks(2, args)
+    assert code == 0, dump(lines)
+    assert time.monotonic() - t0 < 50, "a rank waited for a collective"
+    vals = [e for e in events_of(lines, "eval", rank=0) if e["split"] == "val"]
+    assert vals and vals[0]["frames"] == 1
+    assert events_of(lines, "eval", rank=0)[-1]["frames"] == 1  # the test split's single frame

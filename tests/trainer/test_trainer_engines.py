@@ -68,3 +68,25 @@ def test_threads_per_rank(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(8)))
     assert threads_per_rank(2) == 4
     assert threads_per_rank(16) == 1
+
+
+@pytest.mark.horovod
+def test_horovod_gathers_none_from_a_rank(tmp_path):
+    """A rank with nothing to send (None) must not hang the others (Horovod 0.28 hangs on a bare None)."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("horovod.torch")
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun missing")
+    prog = tmp_path / "gather.py"
+    prog.write_text(
+        "from lanenb_trainer.engines import get_engine\n"
+        "eng = get_engine('horovod').init()\n"
+        "print(eng.rank, eng.gather_objects({'w': 1} if eng.rank == 0 else None), flush=True)\n")
+    out = subprocess.run(["mpirun", "--allow-run-as-root", "-np", "2", "--oversubscribe", "--mca",
+                          "mpi_yield_when_idle", "1", sys.executable, str(prog)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert sorted(out.stdout.split("\n")[:2]) == ["0 [{'w': 1}, None]", "1 [{'w': 1}, None]"]

@@ -241,10 +241,13 @@ class Trainer:
         from lanenb_trainer.models.postprocess import probmaps_to_lanes
 
         indices = list(range(self.rank, len(ds), self.engine.world_size))
-        if not indices:
+        if not indices:  # fewer frames than ranks: this rank joins only the collectives after
             return [], 0.0, 0
         loader = DataLoader(Subset(ds, indices), batch_size=self.cfg.val_batch_size, shuffle=False,
                             num_workers=self.cfg.loader_workers)
+        # the plain module, not the DDP wrapper: DDP's forward broadcasts buffers, a collective a
+        # rank without frames would never join (BN buffers were averaged before evaluation)
+        model = ckpt.unwrap(self.model)
         self.model.eval()
         out: list[tuple[int, dict]] = []
         loss_sum, count = 0.0, 0
@@ -254,7 +257,7 @@ class Trainer:
                 t = time.perf_counter()
                 images, mask, exist_t = self._to_device(batch)
                 with torch.autocast(device_type=dev.type, enabled=self.use_amp):
-                    seg, ex = self.model(images)
+                    seg, ex = model(images)
                 loss, _, _ = scnn_loss(seg, ex, mask, exist_t)
                 n = images.shape[0]
                 loss_sum += float(loss) * n
@@ -274,9 +277,11 @@ class Trainer:
         return out, loss_sum, count
 
     def _evaluate_local(self, ds, preds: list[tuple[int, dict]]):
+        """Validation scores the lanes only: the official 200 ms rule is for the test submission
+        (``test()``, ``lanenb eval``); latency is reported on its own."""
         from lanenb_trainer.evaluation.lane_eval import evaluate
 
-        return evaluate([p for _, p in preds], [ds.records[i] for i, _ in preds])
+        return evaluate([p for _, p in preds], [ds.records[i] for i, _ in preds], runtime_rule=False)
 
     def validate(self) -> dict[str, float]:
         """Distributed validation: each rank scores its shard; frame-weighted sums are all-reduced."""
@@ -289,11 +294,16 @@ class Trainer:
         sums[4] = loss_sum
         sums = self.engine.allreduce_sum(sums.to(self.engine.device)).cpu()
         n = max(1.0, float(sums[3]))
+        times = sorted(t for part in self.engine.gather_objects([p["run_time"] for _, p in preds]) or []
+                       for t in part)
+        latency = ({"latency_ms_p50": times[len(times) // 2],
+                    "latency_ms_p95": times[min(len(times) - 1, int(0.95 * len(times)))]} if times else {})
         return {"accuracy": float(sums[0]) / n, "fp": float(sums[1]) / n, "fn": float(sums[2]) / n,
-                "frames": int(sums[3]), "loss": float(sums[4]) / n}
+                "frames": int(sums[3]), "loss": float(sums[4]) / n, **latency}
 
-    def test(self) -> dict[str, Any] | None:
-        """Predictions gathered on rank 0, written in TuSimple format, scored with the exact evaluator."""
+    def test(self, name: str = "test") -> dict[str, Any] | None:
+        """Predictions gathered on rank 0, written in TuSimple format (``predictions/<name>.json``),
+        scored with the exact evaluator and the official rules (this is the submission)."""
         if self.test_ds is None:
             return None
         from lanenb_trainer.evaluation.jsonl import write_json_lines
@@ -306,9 +316,32 @@ class Trainer:
         by_index = dict(p for part in gathered for p in part)
         ds = self.test_ds
         ordered = [by_index[i] for i in range(len(ds))]
-        write_json_lines(self.run_dir / "predictions" / "test.json", ordered)
+        write_json_lines(self.run_dir / "predictions" / f"{name}.json", ordered)
         res = evaluate(ordered, ds.records)
         return {"accuracy": res.accuracy, "fp": res.fp, "fn": res.fn, "frames": len(ordered)}
+
+    def test_best(self, last_test: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The test set scored with ``best.pt`` too (model selection is for that model). The same
+        numbers when the last epoch was the best; otherwise rank 0's ``best.pt`` weights go to
+        every rank for the test and the last weights come back afterwards."""
+        if self.test_ds is None or self.best is None:
+            return None
+        if self.best.get("epoch") == self.epoch - 1 and self.status == "completed":
+            return dict(last_test) if last_test is not None else None
+        path = self.run_dir / "checkpoints" / "best.pt"
+        model = ckpt.unwrap(self.model)
+        weights = None
+        if self.primary and path.is_file():
+            weights = torch.load(path, map_location="cpu", weights_only=True)["model"]
+        weights = self.engine.gather_objects(weights)[0]
+        if weights is None:
+            return None
+        last = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(weights)
+        try:
+            return self.test("test_best")
+        finally:
+            model.load_state_dict(last)
 
     # -- checkpoints ----------------------------------------------------------------------
     def _save(self, *, best: bool) -> None:
@@ -448,15 +481,26 @@ class Trainer:
             self._save(best=improved)
         self.status = "completed" if completed else "stopped"
         test = self.test()
+        test_best = self.test_best(test)
         if self.primary:
-            headline = {k: (test or {}).get(k) for k in ("accuracy", "fp", "fn")}  # test-set figures
-            metrics = {**headline, "best_epoch": (self.best or {}).get("epoch"),
-                       "status": self.status, "test": test, "best": self.best, "epochs": self.epoch,
+            # the headline is the selected model's (best.pt) when there is one, else the last model's
+            chosen = test_best if test_best is not None else test
+            headline = {k: (chosen or {}).get(k) for k in ("accuracy", "fp", "fn")}
+            metrics = {**headline, "headline_model": "best.pt" if test_best is not None else "last model",
+                       "best_epoch": (self.best or {}).get("epoch"),
+                       "models": {"test": f"last model (after epoch {self.epoch - 1}, step {self.global_step})",
+                                  "test_best": (f"best.pt (epoch {(self.best or {}).get('epoch')})"
+                                                if test_best is not None else None)},
+                       "status": self.status, "test": test, "test_best": test_best, "best": self.best,
+                       "epochs": self.epoch,
                        "steps": self.global_step, "world_size": self.engine.world_size,
                        "engine": self.engine.name, "duration_s": round(time.time() - self.t0, 3)}
             write_json(self.run_dir / "metrics.json", metrics)
             if test is not None:
-                self.emit("eval", split="test", epoch=self.epoch, step=self.global_step, **test)
+                self.emit("eval", split="test", epoch=self.epoch, step=self.global_step, model="last", **test)
+            if test_best is not None:
+                self.emit("eval", split="test", epoch=(self.best or {}).get("epoch"), step=self.global_step,
+                          model="best", **test_best)
         return test
 
     def snapshot(self) -> None:

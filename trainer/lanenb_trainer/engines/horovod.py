@@ -60,7 +60,8 @@ class HorovodEngine(Engine):
     def gather_objects(self, obj: Any) -> list[Any]:
         if self.world_size == 1:
             return [obj]
-        return list(self.hvd.allgather_object(obj))
+        # wrapped: Horovod 0.28's allgather_object never returns when a rank passes a bare None
+        return [item[0] for item in self.hvd.allgather_object((obj,))]
 
     def allreduce_gradients(self, params) -> None:
         if self.world_size == 1:
