@@ -80,3 +80,19 @@ def test_event_lines_fit_one_mpi_chunk(tmp_path, capsys):
     ev = parse_line(line)
     assert ev.kind == "error" and ev["traceback"].endswith("RuntimeError: the real cause")
     assert (tmp_path / "events.jsonl").read_text().startswith('{"v":1')
+
+
+def test_resume_refuses_a_changed_seed_split_or_validation(tmp_path):
+    """Everything that fixes the data order and the split is checked (switching --use-val on
+    used to fail with a KeyError deep in the loop)."""
+    m = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    cfg = {"batch_size": 4, "backbone": "small", "seed": 0, "val_fraction": 0.1, "use_val": False}
+    state = ckpt.make_state(model=m, optimizer=opt, scaler=None, epoch=0, step_in_epoch=0, global_step=0,
+                            lr=0.1, best=None, config=cfg, world_size=2)
+    same = dict(batch_size=4, world_size=2, backbone="small", seed=0, val_fraction=0.1, use_val=False)
+    ckpt.check_compatible(state, **same)
+    for change, message in [({"seed": 1}, "--seed 0 (now 1)"), ({"val_fraction": 0.2}, "--val-fraction 0.1 (now 0.2)"),
+                            ({"use_val": True}, "--use-val False (now True)")]:
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            ckpt.check_compatible(state, **{**same, **change})

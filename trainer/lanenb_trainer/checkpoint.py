@@ -62,16 +62,22 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
     return state
 
 
-def check_compatible(state: dict[str, Any], *, batch_size: int, world_size: int, backbone: str) -> None:
-    """The sampler position only means the same thing with the same world size and batch size."""
+def check_compatible(state: dict[str, Any], *, batch_size: int, world_size: int, backbone: str,
+                     seed: int | None = None, val_fraction: float | None = None,
+                     use_val: bool | None = None) -> None:
+    """``--resume`` is exact only with what fixed the data order and the split: world size, batch
+    size, seed, validation hold-out and ``--use-val``, and of course the backbone."""
     cfg = state.get("config", {})
     problems = []
     if state.get("world_size") != world_size:
         problems.append(f"world size {state.get('world_size')} (now {world_size})")
-    if cfg.get("batch_size") != batch_size:
-        problems.append(f"batch size {cfg.get('batch_size')} (now {batch_size})")
-    if cfg.get("backbone") != backbone:
-        problems.append(f"backbone {cfg.get('backbone')!r} (now {backbone!r})")
+    checks = [("batch size", "batch_size", batch_size), ("backbone", "backbone", backbone),
+              ("--seed", "seed", seed), ("--val-fraction", "val_fraction", val_fraction),
+              ("--use-val", "use_val", use_val)]
+    for label, key, now in checks:
+        if now is not None and cfg.get(key) != now:
+            was = cfg.get(key)
+            problems.append(f"{label} {was!r} (now {now!r})" if isinstance(now, str) else f"{label} {was} (now {now})")
     if problems:
         raise ValueError("--resume: the checkpoint was written with " + ", ".join(problems)
                          + "; resume with the same settings or start a new run directory")

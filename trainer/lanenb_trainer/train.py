@@ -198,24 +198,31 @@ class Trainer:
         # Same init everywhere (rank 0's is broadcast anyway); a per-rank stream for dropout.
         torch.manual_seed(cfg.seed + 1 + self.rank)
         self._pending_rng: torch.Tensor | None = None
+        self._pending_cuda_rng: torch.Tensor | None = None
         optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr * self.engine.world_size,
                                     momentum=cfg.momentum, weight_decay=cfg.weight_decay)
         self.resumed_from = None
         if cfg.resume:
             state = ckpt.load(self.run_dir / "checkpoints" / "last.pt")
             ckpt.check_compatible(state, batch_size=cfg.batch_size, world_size=self.engine.world_size,
-                                  backbone=cfg.backbone)
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
+                                  backbone=cfg.backbone, seed=cfg.seed, val_fraction=cfg.val_fraction,
+                                  use_val=cfg.use_val)
             self.epoch, self.step_in_epoch = state["epoch"], state["step_in_epoch"]
             self.global_step, self.best = state["global_step"], state["best"]
             self.resumed_from = {"epoch": self.epoch, "step": self.global_step, "lr": state["lr"]}
             rng = state.get("rng_states") or []
             if len(rng) == self.engine.world_size:
-                self._pending_rng = rng[self.rank]
+                mine = rng[self.rank]  # {"cpu", "cuda"}; older checkpoints: the CPU state alone
+                self._pending_rng = mine["cpu"] if isinstance(mine, dict) else mine
+                self._pending_cuda_rng = mine.get("cuda") if isinstance(mine, dict) else None
             self._resume_state = state
         self.use_amp = cfg.amp and self.engine.device.type == "cuda"
         self.model, self.optimizer = self.engine.prepare(model, optimizer)
+        if cfg.resume:
+            # after the engine placed the model (a GPU): the optimizer state follows the parameters'
+            # device on load; loaded before, a 1-rank CUDA run stepped with CPU momentum buffers
+            ckpt.unwrap(self.model).load_state_dict(self._resume_state["model"])
+            self.optimizer.load_state_dict(self._resume_state["optimizer"])
         self.scaler = torch.amp.GradScaler("cuda") if self.use_amp else None
         if cfg.resume and self.scaler is not None and self._resume_state.get("scaler"):
             self.scaler.load_state_dict(self._resume_state["scaler"])
@@ -226,6 +233,13 @@ class Trainer:
             num_workers=cfg.loader_workers, shuffle=True, seed=cfg.seed, drop_last=True)
         self.steps_per_epoch = len(self.train_loader)
         self.total_steps = self.steps_per_epoch * cfg.epochs
+
+    def _restore_rng(self) -> None:
+        """The RNG of the checkpoint (dropout masks): CPU, and CUDA on a GPU rank."""
+        torch.set_rng_state(self._pending_rng)
+        if self._pending_cuda_rng is not None and self.engine.device.type == "cuda":
+            torch.cuda.set_rng_state(self._pending_cuda_rng, self.engine.device)
+        self._pending_rng = self._pending_cuda_rng = None
 
     def _to_device(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """uint8 images/masks from the loader -> normalised float images, long masks, on device."""
@@ -346,7 +360,8 @@ class Trainer:
     # -- checkpoints ----------------------------------------------------------------------
     def _save(self, *, best: bool) -> None:
         # every rank's RNG (dropout masks) so --resume continues bit for bit; a collective
-        rng_states = self.engine.gather_objects(torch.get_rng_state())
+        cuda_rng = torch.cuda.get_rng_state(self.engine.device) if self.engine.device.type == "cuda" else None
+        rng_states = self.engine.gather_objects({"cpu": torch.get_rng_state(), "cuda": cuda_rng})
         if not self.primary:
             return
         state = ckpt.make_state(
@@ -378,12 +393,10 @@ class Trainer:
         # Creating the iterator draws from the RNG: an epoch-end checkpoint was taken before
         # that draw, a mid-epoch one after it.
         if self._pending_rng is not None and self.step_in_epoch == 0:
-            torch.set_rng_state(self._pending_rng)
-            self._pending_rng = None
+            self._restore_rng()
         batches = iter(self.train_loader)
         if self._pending_rng is not None:
-            torch.set_rng_state(self._pending_rng)
-            self._pending_rng = None
+            self._restore_rng()
         for batch in batches:
             if self.fault_step is not None and self.global_step >= self.fault_step:
                 raise RuntimeError(f"injected fault on rank {self.rank} at step {self.global_step} "
