@@ -95,3 +95,21 @@ def test_resumed_loader_yields_the_rest_of_the_epoch(real_root):
 def _iter(loader, epoch):
     loader.sampler.set_epoch(epoch)
     return list(loader)
+
+
+def test_evaluation_loaders_share_the_training_worker_policy(synth_root):
+    """One policy: evaluation workers come from the fork server and persist, as training's do;
+    each frame is in exactly one rank's shard, in order, without padding."""
+    from lanenb_trainer.data.loader import build_eval_loader, build_loader
+    from lanenb_trainer.data.tusimple import TuSimpleDataset
+
+    ds = TuSimpleDataset(synth_root, "test", size=(64, 160), normalize=False)
+    train = build_loader(ds, 2, num_workers=1)
+    world = min(3, len(ds))
+    shards = [build_eval_loader(ds, 2, rank=r, world_size=world, num_workers=1) for r in range(world)]
+    for loader in shards:
+        assert loader.persistent_workers and loader.multiprocessing_context is not None
+        assert loader.multiprocessing_context.get_start_method() == train.multiprocessing_context.get_start_method()
+    seen = [int(i) for loader in shards for batch in loader for i in batch["index"]]
+    assert sorted(seen) == list(range(len(ds)))
+    assert build_eval_loader(ds, 2, rank=len(ds), world_size=len(ds) + 1) is None  # an empty shard

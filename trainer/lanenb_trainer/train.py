@@ -21,7 +21,6 @@ from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Subset
 
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer import events
@@ -199,6 +198,7 @@ class Trainer:
         torch.manual_seed(cfg.seed + 1 + self.rank)
         self._pending_rng: torch.Tensor | None = None
         self._pending_cuda_rng: torch.Tensor | None = None
+        self._eval_loaders: dict[int, Any] = {}
         optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr * self.engine.world_size,
                                     momentum=cfg.momentum, weight_decay=cfg.weight_decay)
         self.resumed_from = None
@@ -254,11 +254,15 @@ class Trainer:
         """This rank's shard (every world_size-th frame): TuSimple predictions and loss sum."""
         from lanenb_trainer.models.postprocess import probmaps_to_lanes
 
-        indices = list(range(self.rank, len(ds), self.engine.world_size))
-        if not indices:  # fewer frames than ranks: this rank joins only the collectives after
+        if id(ds) not in self._eval_loaders:  # built once: workers persist between evaluations
+            from lanenb_trainer.data.loader import build_eval_loader
+
+            self._eval_loaders[id(ds)] = build_eval_loader(
+                ds, self.cfg.val_batch_size, rank=self.rank, world_size=self.engine.world_size,
+                num_workers=self.cfg.loader_workers)
+        loader = self._eval_loaders[id(ds)]
+        if loader is None:  # fewer frames than ranks: this rank joins only the collectives after
             return [], 0.0, 0
-        loader = DataLoader(Subset(ds, indices), batch_size=self.cfg.val_batch_size, shuffle=False,
-                            num_workers=self.cfg.loader_workers)
         # the plain module, not the DDP wrapper: DDP's forward broadcasts buffers, a collective a
         # rank without frames would never join (BN buffers were averaged before evaluation)
         model = ckpt.unwrap(self.model)

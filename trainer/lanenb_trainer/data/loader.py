@@ -116,12 +116,34 @@ def build_loader(dataset: Dataset, batch_size: int, *, rank: int = 0, world_size
     )
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()
-    kwargs = {}
-    if num_workers > 0:
-        # forkserver, not fork: a worker forked from a rank whose OpenCV/OpenMP thread pools
-        # (or MPI) are already running can deadlock; the fork server is a clean process.
-        ctx = "forkserver" if "forkserver" in mp.get_all_start_methods() else None
-        kwargs.update(persistent_workers=True, prefetch_factor=2, worker_init_fn=worker_init,
-                      multiprocessing_context=ctx)
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
-                      pin_memory=pin_memory, drop_last=drop_last, **kwargs)
+                      pin_memory=pin_memory, drop_last=drop_last, **worker_policy(num_workers))
+
+
+def worker_policy(num_workers: int) -> dict:
+    """The one loader-worker policy of every loader (training and evaluation alike)."""
+    if num_workers <= 0:
+        return {}
+    # forkserver, not fork: a worker forked from a rank whose OpenCV/OpenMP thread pools
+    # (or MPI) are already running can deadlock; the fork server is a clean process.
+    ctx = "forkserver" if "forkserver" in mp.get_all_start_methods() else None
+    return {"persistent_workers": True, "prefetch_factor": 2, "worker_init_fn": worker_init,
+            "multiprocessing_context": ctx}
+
+
+def build_eval_loader(dataset: Dataset, batch_size: int, *, rank: int = 0, world_size: int = 1,
+                      num_workers: int = 0, pin_memory: bool | None = None) -> DataLoader | None:
+    """This rank's evaluation shard (frames ``rank, rank + world_size, ...``: each frame once,
+    no padding), in order, with the same worker policy as training; ``None`` for an empty
+    shard (fewer frames than ranks). Build it once and iterate it every evaluation."""
+    from torch.utils.data import Subset
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+    indices = list(range(rank, len(dataset), world_size))  # type: ignore[arg-type]
+    if not indices:
+        return None
+    if pin_memory is None:
+        pin_memory = torch.cuda.is_available()
+    return DataLoader(Subset(dataset, indices), batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                      pin_memory=pin_memory, drop_last=False, **worker_policy(num_workers))
