@@ -75,7 +75,7 @@ def test_random_init_differs_per_seed_and_message_passing_is_small() -> None:
     torch.manual_seed(2)
     b = scnn_small()
     assert not torch.equal(a.seg_head.weight, b.seg_head.weight)
-    assert float(a.message_passing.down.weight.detach().std()) < 0.02  # sqrt(2 / (9 * 128 * 5)) ~ 0.0186
+    assert float(a.message_passing.down.weight.detach().std()) < 0.02
 
 
 def test_unknown_backbone_names_it_and_lists_choices() -> None:
@@ -190,3 +190,24 @@ def test_config_and_spec_offer_exactly_the_model_registry():
     from lanenb_trainer.models import BACKBONES
 
     assert tuple(config.BACKBONES) == tuple(BACKBONES)
+
+
+def test_message_passing_init_is_pytorch_auto_drives() -> None:
+    """uniform +-sqrt(2 / (C * k * 5)) (std bound / sqrt 3), the reference the trainer follows;
+    the old normal(0, sqrt(2 / (k * C * 5))) was sqrt(3) times wider and fails this test."""
+    import math
+
+    from lanenb_trainer.models.message_passing import MessagePassing
+
+    torch.manual_seed(0)
+    mp = MessagePassing(128, 9)
+    bound = math.sqrt(2.0 / (128 * 9 * 5))
+    for conv in (mp.down, mp.up, mp.right, mp.left):
+        w = conv.weight.detach()
+        assert float(w.abs().max()) <= bound
+        assert abs(float(w.std()) - bound / math.sqrt(3)) < 0.03 * bound
+    # output/input RMS of the four sweeps at init, as PAD's would be: close to 1
+    x = torch.randn(2, 128, 36, 100)
+    with torch.no_grad():
+        ratio = float(mp(x).pow(2).mean().sqrt() / x.pow(2).mean().sqrt())
+    assert 1.0 <= ratio < 1.6, ratio

@@ -303,11 +303,12 @@ class MessagePassing(nn.Module):
         self.up = nn.Conv2d(channels, channels, (1, kernel_size), padding=(0, p), bias=False)
         self.right = nn.Conv2d(channels, channels, (kernel_size, 1), padding=(p, 0), bias=False)
         self.left = nn.Conv2d(channels, channels, (kernel_size, 1), padding=(p, 0), bias=False)
-        # The original Torch7 model initialises these small (std sqrt(2 / (k * C * 5))) so the
-        # four accumulating sweeps do not blow up activations at the start of training.
-        std = math.sqrt(2.0 / (kernel_size * channels * 5))
+        # pytorch-auto-drive's SCNN init (its spatial_conv.py): uniform +-sqrt(2 / (C * k * 5)),
+        # std = bound / sqrt(3). Small, so the four accumulating sweeps do not amplify the
+        # features at the start of training (the sweep's output/input RMS stays near PAD's).
+        bound = math.sqrt(2.0 / (channels * kernel_size * 5))
         for conv in (self.down, self.up, self.right, self.left):
-            nn.init.normal_(conv.weight, 0.0, std)
+            nn.init.uniform_(conv.weight, -bound, bound)
 
     plain = False  # True (set by lanenb export): plain ops that tracers and exporters can record
 
