@@ -155,7 +155,12 @@ class PredictionViewer(StaticFallback, widgets.VBox):
                              + (f"<br>penalty: {html.escape(score.penalty)}" if score.penalty else ""))
 
     def _worst_grid(self, n: int = 4) -> bytes:
-        tiles = [self.draw(f.raw_file, width=480) for f in self.result.worst(n)]
+        tiles = []
+        for f in self.result.worst(n):
+            tile = self.draw(f.raw_file, width=480)
+            cv2.putText(tile, f"acc {f.accuracy:.2f} FP {f.fp:.2f} FN {f.fn:.2f}  {f.raw_file}", (6, 18),
+                        cv2.FONT_HERSHEY_SIMPLEX, 0.42, (255, 255, 0), 1, cv2.LINE_AA)
+            tiles.append(tile)
         h = max(t.shape[0] for t in tiles)
         tiles = [np.pad(t, ((0, h - t.shape[0]), (0, 0), (0, 0))) for t in tiles]
         rows = [np.hstack(tiles[i:i + 2] + ([np.zeros_like(tiles[0])] if len(tiles[i:i + 2]) == 1 else []))
