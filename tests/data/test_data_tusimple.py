@@ -35,9 +35,12 @@ def lane_hits(ds: TuSimpleDataset, i: int, sample: dict, params=None) -> tuple[i
         for run in lane_runs(lane, rec.h_samples):
             for x, y in np.round(apply_affine(m, run)).astype(int):
                 if 0 <= x < ow and 0 <= y < oh:
+                    # a row of slack: strokes end flat at a lane's last point, and this test's
+                    # matrix differs from the dataset's exact crop matrix by a fraction of a pixel
+                    near = mask[max(0, y - 1):y + 2, x]
                     total += 1
-                    own += mask[y, x] == s + 1
-                    anylane += mask[y, x] > 0
+                    own += bool((near == s + 1).any())
+                    anylane += bool((near > 0).any())
     return total, own, anylane
 
 

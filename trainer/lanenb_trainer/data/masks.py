@@ -106,15 +106,31 @@ def default_thickness(width: int) -> int:
 
 def render_mask(slot_runs: Sequence[tuple[int, Sequence[np.ndarray]]], height: int, width: int,
                 thickness: int | None = None) -> np.ndarray:
-    """uint8 mask (0 bg, 1..4) from ``(slot, [runs of output-space (x, y) points])``."""
+    """uint8 mask (0 bg, 1..4) from ``(slot, [runs of output-space (x, y) points])``.
+
+    Strokes have flat ends: each run is drawn only on the rows between its first and last
+    point. OpenCV's thick lines end in round caps that reach ``thickness / 2`` beyond a lane's
+    end, and the post-processing then reads a lane point on a row where the label has none
+    (rendering the real TuSimple labels and reading them back scored 0.926 with caps, 0.982
+    without: ``tests/evaluation/test_target_roundtrip.py``). Drawing into the row band of the
+    run (a view, no copy) clips the caps.
+    """
     mask = np.zeros((height, width), np.uint8)
     thickness = default_thickness(width) if thickness is None else thickness
     for slot, runs in slot_runs:
         if slot < 0:
             continue
-        pts = [np.round(r * (1 << _SHIFT)).astype(np.int32).reshape(-1, 1, 2) for r in runs if len(r)]
-        if pts:
-            cv2.polylines(mask, pts, False, slot + 1, thickness, cv2.LINE_8, _SHIFT)
+        for r in runs:
+            if not len(r):
+                continue
+            r = np.asarray(r, dtype=np.float64)
+            y0 = max(0, int(np.ceil(r[:, 1].min() - 0.5)))  # rows whose centre is within half a pixel
+            y1 = min(height - 1, int(np.floor(r[:, 1].max() + 0.5)))
+            if y1 < y0:
+                continue
+            band = mask[y0:y1 + 1]
+            pts = np.round((r - (0.0, y0)) * (1 << _SHIFT)).astype(np.int32).reshape(-1, 1, 2)
+            cv2.polylines(band, [pts], False, slot + 1, thickness, cv2.LINE_8, _SHIFT)
     return mask
 
 
