@@ -84,10 +84,12 @@ def test_horovod_gathers_none_from_a_rank(tmp_path):
     prog.write_text(
         "from lanenb_trainer.engines import get_engine\n"
         "eng = get_engine('horovod').init()\n"
-        "print(eng.rank, eng.gather_objects({'w': 1} if eng.rank == 0 else None), flush=True)\n")
-    out = subprocess.run(["mpirun", "--allow-run-as-root", "-np", "2", "--oversubscribe", "--mca",
+        "import sys\n"
+        "sys.stdout.write(f'{eng.rank} {eng.gather_objects({\"w\": 1} if eng.rank == 0 else None)}\\n')\n"
+        "sys.stdout.flush()\n")
+    out = subprocess.run(["mpirun", "--allow-run-as-root", "-np", "2", "--oversubscribe", "--tag-output", "--mca",
                           "mpi_yield_when_idle", "1", sys.executable, str(prog)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
-    lines = sorted(line.strip() for line in out.stdout.splitlines() if line.strip())
+    lines = sorted(line.split(">:", 1)[1].strip() for line in out.stdout.splitlines() if ">:" in line)
     assert lines == ["0 [{'w': 1}, None]", "1 [{'w': 1}, None]"], out.stdout
