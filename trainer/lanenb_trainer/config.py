@@ -63,6 +63,7 @@ class TrainConfig:
     resume: bool = False
     seed: int = 0
     weights: str | None = None
+    backbone_weights: str | None = None  # torchvision ImageNet weights for the backbone
     log_every: int = 10
     system_interval: float = 2.0
     amp: bool = True  # only takes effect on GPU
@@ -172,6 +173,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
     g.add_argument("--resume", action="store_true", default=None, help="continue from RUN_DIR/checkpoints/last.pt")
     g.add_argument("--seed", type=int, help=f"(default {d.seed})")
     g.add_argument("--weights", help="local weights file for the model (nothing is downloaded)")
+    g.add_argument("--backbone-weights", help="local torchvision ImageNet weights for the backbone "
+                   "(vgg16_bn / resnet18 / resnet34 .pth; nothing is downloaded)")
     g.add_argument("--log-every", type=int, help=f"emit a step event every N steps (default {d.log_every})")
     g.add_argument("--system-interval", type=float, help=f"seconds between system events (default {d.system_interval})")
     g.add_argument("--collective-timeout", type=float, help=f"seconds before a hung collective fails the run (default {d.collective_timeout:g})")
@@ -264,6 +267,11 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"--collective-timeout must be > 0 seconds, got {c.collective_timeout}")
     if c.weights and not Path(c.weights).is_file():
         raise ConfigError(f"--weights {c.weights!r}: no such file")
+    if c.backbone_weights and not Path(c.backbone_weights).is_file():
+        raise ConfigError(f"--backbone-weights {c.backbone_weights!r}: no such file")
+    if c.backbone_weights and c.backbone not in ("vgg16", "resnet18", "resnet34"):
+        raise ConfigError(f"--backbone-weights needs an ImageNet backbone (vgg16, resnet18, resnet34), "
+                          f"not --backbone {c.backbone!r}")
     if c.enable_snapshot and not c.pvc_name:
         raise ConfigError("--enable-snapshot (or env ENABLE_SNAPSHOT=true) needs --pvc-name (or env PVC_NAME)")
     if c.resume and not (Path(c.run_dir) / "checkpoints" / "last.pt").is_file():

@@ -194,6 +194,15 @@ class Trainer:
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
         model = build_model(cfg.backbone, num_lanes=NUM_LANES, input_size=cfg.image_size, weights=cfg.weights)
+        if cfg.backbone_weights and not cfg.resume:
+            from lanenb_trainer.models.pretrained import load_backbone_weights
+
+            report = load_backbone_weights(model, cfg.backbone, cfg.backbone_weights)
+            if self.primary:
+                self.emit.log(f"backbone weights {cfg.backbone_weights}: {len(report['loaded'])} tensors loaded, "
+                              f"{len(report['skipped'])} skipped ({', '.join(report['skipped'][:4])}"
+                              f"{', ...' if len(report['skipped']) > 4 else ''}), "
+                              f"{len(report['missing'])} left as initialised")
         # Same init everywhere (rank 0's is broadcast anyway); a per-rank stream for dropout.
         torch.manual_seed(cfg.seed + 1 + self.rank)
         self._pending_rng: torch.Tensor | None = None
