@@ -104,3 +104,21 @@ def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
             job.poll("running:|garbage")
     finally:
         _REGISTRY["kubernetes"] = "lanenb.jobs.backends.kubernetes:KubernetesBackend"
+
+
+def test_local_poll_reads_a_long_log_in_bounded_slices(scripted, monkeypatch):
+    """A poll reads at most READ_LIMIT bytes of job.log; the cursor carries on where it stopped."""
+    from lanenb.jobs.backends import local
+
+    job = submit(TrainSpec(**scripted(training_script(steps=30, sleep=0.0), "slices")))
+    job.wait(60)
+    whole = lines_of(job.poll(None).updates)
+    monkeypatch.setattr(local, "READ_LIMIT", 512)
+    seen, cursor, polls = [], None, 0
+    while True:
+        batch = job.poll(cursor)
+        seen += batch.updates
+        cursor, polls = batch.cursor, polls + 1
+        if batch.final:
+            break
+    assert lines_of(seen) == whole and polls > 5

@@ -32,6 +32,8 @@ from .supervise import CANCEL_NAME, EXIT_NAME, LOG_NAME, SUPERVISOR_PREFIX
 
 __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
 
+READ_LIMIT = 4 * 2**20  # bytes of job.log one read_log call looks at
+
 DATA_ROOTS_ENV = "LANENB_DATA_ROOTS"
 
 
@@ -384,7 +386,12 @@ class LocalBackend(Backend):
             if not cursor and tail_lines:
                 offset = max(0, size - max(64 * 1024, 400 * tail_lines))
             fh.seek(offset)
-            data = fh.read(size - offset)
+            # bounded: a poll of a long log reads a slice, not the whole rest of the file
+            data = fh.read(min(size - offset, READ_LIMIT))
+        at_eof = offset + len(data) >= size
+        # a last line without newline, once nothing more can follow; or a slice without any
+        # newline (one line longer than READ_LIMIT), delivered in pieces rather than never
+        deliver_rest = (closed and at_eof) or (not at_eof and b"\n" not in data)
         pos = offset
         if not cursor and tail_lines and offset > 0:  # drop the partial first line
             cut = data.find(b"\n") + 1
@@ -394,7 +401,7 @@ class LocalBackend(Backend):
             pos += len(raw) + 1
             lines.append((self._to_logline(raw), str(pos)))
         rest = data[data.rfind(b"\n") + 1:]
-        if rest and closed:  # a last line without newline, once nothing more can follow
+        if rest and deliver_rest:
             pos += len(rest)
             lines.append((self._to_logline(rest), str(pos)))
         if not cursor and tail_lines:
