@@ -15,6 +15,7 @@ class JobState(str, Enum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     SUSPENDED = "suspended"
+    LOST = "lost"
     UNKNOWN = "unknown"
 
     @property
@@ -26,7 +27,9 @@ class JobState(str, Enum):
         return self.value
 
 
-_FINISHED = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+# LOST: the job's backend object is gone (MPIJob deleted, supervisor and ranks vanished with no
+# exit record). Final, so waiters return; ``reason`` says what was seen.
+_FINISHED = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST})
 
 
 @dataclass
