@@ -1,0 +1,131 @@
+"""Versioned data and models: snapshot a volume, browse versions, diff, restore into a NEW volume.
+
+Two stores behind one interface, chosen by name like job backends (``lanenb.plugins``):
+
+- ``"local"`` (default): a directory, snapshotted with restic under ``$LANENB_HOME/snapshots``;
+- ``"kubernetes"`` (alias ``"csi"``): a PVC, snapshotted as a CSI ``VolumeSnapshot``.
+
+Example::
+
+    import lanenb.snapshots as snaps
+    s = snaps.create("data/tusimple", {"dataset": "tusimple", "job": "lane-1"})
+    snaps.diff(s.id, snaps.create("data/tusimple").id)
+    snaps.restore(s.id, "data/tusimple-v1")        # a new directory; never overwrites
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Mapping
+
+from lanenb.plugins import Registry
+
+from .base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotFailedError,
+                   SnapshotInputError, SnapshotNotFoundError, SnapshotNotSupportedError, SnapshotStore,
+                   TargetExistsError, Verification)
+
+__all__ = [
+    "Snapshot", "SnapshotDiff", "FileChange", "FileEntry", "Verification", "SnapshotStore",
+    "SnapshotError", "SnapshotInputError", "SnapshotNotFoundError", "SnapshotNotSupportedError",
+    "SnapshotFailedError", "TargetExistsError", "StoreError",
+    "register_store", "available_stores", "get_store",
+    "create", "list", "get", "diff", "restore", "delete", "verify", "files",
+]
+
+
+class StoreError(SnapshotInputError):
+    """Unknown or unloadable snapshot store."""
+
+
+_STORES: Registry[SnapshotStore] = Registry("snapshot store", {
+    "local": "lanenb.snapshots.local:ResticStore",
+    "kubernetes": "lanenb.snapshots.csi:CsiStore",
+    "csi": "lanenb.snapshots.csi:CsiStore",
+}, error=StoreError)
+
+
+def register_store(name: str, factory: Any) -> None:
+    """Make ``backend=name`` usable; ``factory`` may be a "module:attribute" string."""
+    _STORES.register(name, factory)
+
+
+def available_stores() -> builtins.list[str]:
+    return _STORES.names()
+
+
+def get_store(backend: str | SnapshotStore = "local", **opts: Any) -> SnapshotStore:
+    """The store named ``backend`` ("local", "kubernetes"), built with ``opts`` (Kubernetes:
+    ``namespace``, ``kubeconfig``, ``context``, ``snapshot_class``, ``timeout``); a store
+    object is returned as it is."""
+    if isinstance(backend, SnapshotStore):
+        return backend
+    return _STORES.create(backend, **opts)
+
+
+def create(volume: str, labels: Mapping[str, Any] | None = None, *, name: str | None = None,
+           backend: str | SnapshotStore = "local", progress: bool = False, **opts: Any) -> Snapshot:
+    """Snapshot ``volume`` (a directory locally, a PVC name on Kubernetes).
+
+    Args:
+        volume: what to snapshot.
+        labels: e.g. ``{"job": "lane-1", "dataset": "tusimple", "code": "3f2a9c1"}`` (Kubernetes
+            label syntax: <= 63 letters, digits, ``-_.``).
+        name: a readable name (default: the volume's name + time).
+        backend: "local" or "kubernetes".
+        progress: show a progress bar (local).
+
+    Returns:
+        The complete ``Snapshot`` (Kubernetes: once ``readyToUse``).
+
+    Raises:
+        SnapshotInputError: bad volume, labels or name.
+        SnapshotFailedError: the storage system reported an error (Kubernetes).
+        SnapshotError: the engine failed; no snapshot is left visible.
+    """
+    return get_store(backend, **opts).create(volume, labels, name=name, progress=progress)
+
+
+def list(volume: str | None = None, labels: Mapping[str, Any] | None = None, *,
+         backend: str | SnapshotStore = "local", **opts: Any) -> builtins.list[Snapshot]:
+    """Snapshots, oldest first, of ``volume`` (every volume when ``None``) with all ``labels``."""
+    return get_store(backend, **opts).list(volume, labels)
+
+
+def get(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> Snapshot:
+    """One snapshot by id (a unique prefix of it) or name. Raises ``SnapshotNotFoundError``."""
+    return get_store(backend, **opts).get(id)
+
+
+def diff(a: str, b: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> SnapshotDiff:
+    """Files added, removed and changed from ``a`` to ``b``, with sizes.
+
+    Raises:
+        SnapshotNotSupportedError: on Kubernetes (CSI snapshots are opaque block/file copies).
+    """
+    return get_store(backend, **opts).diff(a, b)
+
+
+def restore(id: str, new_volume: str, *, backend: str | SnapshotStore = "local", progress: bool = False,
+            **opts: Any) -> str:
+    """Restore snapshot ``id`` into ``new_volume``, which must not exist yet (a directory, or a
+    new PVC in the same namespace). Returns the new volume.
+
+    Raises:
+        TargetExistsError: ``new_volume`` exists; nothing was changed.
+    """
+    return get_store(backend, **opts).restore(id, new_volume, progress=progress)
+
+
+def delete(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> None:
+    """Delete one snapshot (data other snapshots share is kept)."""
+    get_store(backend, **opts).delete(id)
+
+
+def verify(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> Verification:
+    """Check that snapshot ``id`` can be restored; ``bool(result)`` is the answer, ``.detail`` why."""
+    return get_store(backend, **opts).verify(id)
+
+
+def files(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> builtins.list[FileEntry]:
+    """The files inside a snapshot (local store)."""
+    return get_store(backend, **opts).files(id)
