@@ -23,3 +23,11 @@ def predict(weights: Any, images: Any, **kwargs: Any) -> Any:
     from lanenb.prediction import predict as _predict
 
     return _predict(weights, images, **kwargs)
+
+
+def fetch_dataset(name: str, to: Any, **kwargs: Any) -> Any:
+    """``lanenb.fetch_dataset("tusimple", to=DIR)``: download and prepare a dataset
+    (see ``lanenb_trainer.datasets.fetch.fetch_dataset`` for the arguments)."""
+    from lanenb_trainer.datasets.fetch import fetch_dataset as _fetch
+
+    return _fetch(name, to, **kwargs)

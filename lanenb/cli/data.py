@@ -1,4 +1,4 @@
-"""``lanenb data check|synth|preview``: validate, generate and look at TuSimple datasets."""
+"""``lanenb data fetch|check|synth|preview``: get, validate, generate and look at datasets."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ from pathlib import Path
 def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("data", help="check, synthesise or preview TuSimple datasets")
     sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
+
+    from lanenb_trainer.datasets.fetch import add_fetch_arguments
+
+    fetch = sub.add_parser("fetch", help="download + verify + safely extract TuSimple (or CULane) into --to",
+                           description="Download the official archives (resuming partial downloads), verify "
+                                       "size/sha256, extract refusing paths that escape --to, run data check, "
+                                       "and move the result into place. A complete --to is left alone.")
+    add_fetch_arguments(fetch)
+    fetch.set_defaults(func=cmd_fetch)
 
     check = sub.add_parser("check", help="validate labels and images; one FILE:LINE line per problem")
     check.add_argument("dir", help="dataset root (clips/ + label JSON-lines files)")
@@ -38,6 +47,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     preview.add_argument("--pred", help="TuSimple predictions JSON lines (e.g. RUN/predictions/test.json): "
                          "draw them in colour over thin white ground truth")
     preview.set_defaults(func=cmd_preview)
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from lanenb_trainer.datasets.errors import FetchError
+    from lanenb_trainer.datasets.fetch import run_from_args
+
+    try:
+        result = run_from_args(args)
+    except FetchError as exc:
+        print(f"lanenb data fetch: error: {exc}", file=sys.stderr)
+        return 2
+    print(result, file=sys.stderr)
+    print(json.dumps(result.to_dict()))
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
