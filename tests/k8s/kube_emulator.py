@@ -43,6 +43,8 @@ EVENTS: ResKey = ("", "v1", "events")
 MPIJOBS: ResKey = ("kubeflow.org", "v2beta1", "mpijobs")
 SNAPSHOTS: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshots")
 NODES: ResKey = ("", "v1", "nodes")
+SNAPSHOT_CLASSES: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses")
+STORAGE_CLASSES: ResKey = ("storage.k8s.io", "v1", "storageclasses")
 
 KINDS = {
     PODS: "Pod",
@@ -52,8 +54,10 @@ KINDS = {
     ("", "v1", "nodes"): "Node",
     MPIJOBS: "MPIJob",
     SNAPSHOTS: "VolumeSnapshot",
+    SNAPSHOT_CLASSES: "VolumeSnapshotClass",
+    STORAGE_CLASSES: "StorageClass",
 }
-CLUSTER_SCOPED = {("", "v1", "namespaces"), ("", "v1", "nodes")}
+CLUSTER_SCOPED = {("", "v1", "namespaces"), ("", "v1", "nodes"), SNAPSHOT_CLASSES, STORAGE_CLASSES}
 
 
 def now_rfc3339(nano: bool = False) -> str:

@@ -1,0 +1,55 @@
+"""Fixtures: an isolated LANENB_HOME, and a ``store`` harness parametrised over both snapshot
+stores (local restic; Kubernetes VolumeSnapshots on the emulator with the fake CSI controller)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
+
+from snapshot_support import KubernetesHarness, LocalHarness  # noqa: E402
+
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+
+
+@pytest.fixture(autouse=True)
+def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("LANENB_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def restic_installed() -> None:
+    if shutil.which("restic") is None:
+        pytest.skip("restic is not installed (Debian package restic; scripts/setup.sh)")
+
+
+@pytest.fixture
+def csi_cluster(tmp_path: Path):
+    """(emulator thread, snapshot controller, kubeconfig) with no MPI operator."""
+    from fake_snapshot_controller import FakeSnapshotController
+    from k8s_harness import start_emulator
+
+    thread = start_emulator(operator_installed=False)
+    controller = FakeSnapshotController(thread.emulator, root=tmp_path / "csi").attach()
+    thread.start()
+    yield thread, controller, thread.write_kubeconfig(tmp_path / "kubeconfig")
+    thread.stop()
+
+
+@pytest.fixture(params=["local", "kubernetes"])
+def store(request, tmp_path: Path):
+    if request.param == "local":
+        if shutil.which("restic") is None:
+            pytest.skip("restic is not installed")
+        return LocalHarness(tmp_path)
+    thread, controller, kubeconfig = request.getfixturevalue("csi_cluster")
+    return KubernetesHarness(tmp_path, thread, controller, kubeconfig)
