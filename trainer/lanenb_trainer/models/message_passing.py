@@ -2,17 +2,18 @@
 
 Why: the published per-slice loop (slice, conv, relu, add, ``torch.cat``) builds an autograd
 graph of ~2x(H+W) tiny convolutions and pays for it in the forward and the backward. Here
-the four sweeps are one autograd node whose forward and backward are plain loops of GEMMs
-on preallocated buffers:
+the four sweeps are one autograd node whose forward and backward are plain loops of
+library convolutions on preallocated buffers:
 
 * layout ``[L, R, C]``: the swept axis outermost, channels last, and the ``N`` batch items
   laid end to end along the conv axis with ``k // 2`` zero rows between and around them, so
-  a whole slice is one contiguous ``[R, C]`` matrix and its 1-D convolution is one GEMM on
-  its im2col matrix (a free overlapping view, copied once);
+  a whole slice is one contiguous ``[R, C]`` matrix, which is also a channels-last
+  ``[1, C, 1, R]`` image: its 1-D convolution is one library conv call (oneDNN / cuDNN read
+  the overlapping windows themselves; an im2col copy + GEMM measured ~10% slower);
 * the backward is the hand-written recurrence ``G[prev] += conv^T(relu' * G[i])`` with the
-  same GEMM (flipped, transposed kernel), run in place on one gradient buffer;
-* the weight gradient of all slices is ``k`` large GEMMs over the stacked sweep outputs and
-  stacked ``relu' * G``, after the sequential pass, not one small op per slice;
+  same call (flipped, transposed kernel), run in place on one gradient buffer;
+* the weight gradient of all slices is one conv weight-gradient call over the stacked
+  sweep outputs and stacked ``relu' * G`` (after the sequential pass, not one op per slice);
 * the relu outputs' buffer becomes, in place, the relu mask the backward needs.
 
 Double backward is not supported (SCNN training does not need it).
@@ -28,17 +29,6 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 __all__ = ["MessagePassing", "message_pass", "spatial_message_passing"]
-
-
-def _windows(row: torch.Tensor, m: int, kernel: int) -> torch.Tensor:
-    """The ``m`` sliding windows of a contiguous ``[m + kernel - 1, C]`` matrix as ``[m, kernel*C]``.
-
-    Window ``u`` is the contiguous run ``row[u : u + kernel]``, so this is a free overlapping
-    view; copying it gives the im2col matrix of one slice (one GEMM per slice instead of
-    ``kernel`` thin ones, which measured ~4x slower here).
-    """
-    c = row.shape[1]
-    return row.as_strided((m, kernel * c), (c, 1), row.storage_offset())
 
 
 def _interior(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
@@ -89,57 +79,71 @@ def _from_layout(buf: torch.Tensor, vertical: bool, n: int, s: int, pad: int) ->
     return (inner.permute(1, 3, 0, 2) if vertical else inner.permute(1, 3, 2, 0)).contiguous()
 
 
+def _row_conv(row: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """1-D correlation of one zero-framed ``[R, C]`` slice with ``weight`` ``[C_out, C_in, 1, k]``
+    (channels-last), as ``[R - k + 1, C_out]``.
+
+    The slice is viewed as a channels-last ``[1, C, 1, R]`` image (no copy), so the
+    convolution library (oneDNN on CPU, cuDNN on GPU) reads the overlapping windows
+    directly: no im2col copy per slice, measured ~10% faster than copy + GEMM.
+    """
+    r, c = row.shape
+    out = F.conv2d(row.view(1, 1, r, c).permute(0, 3, 1, 2), weight)  # [1, C_out, 1, m]
+    return out[0, :, 0, :].t()  # [m, C_out]; contiguous when the library kept channels-last
+
+
+def _conv_weight(taps: torch.Tensor) -> torch.Tensor:
+    """Taps ``[k, C_in, C_out]`` -> a channels-last conv weight ``[C_out, C_in, 1, k]``."""
+    return taps.permute(2, 1, 0).unsqueeze(2).contiguous(memory_format=torch.channels_last)
+
+
 def _sweep_forward(
-    src: torch.Tensor, dst: torch.Tensor, relu_out: torch.Tensor, w2: torch.Tensor,
+    src: torch.Tensor, dst: torch.Tensor, relu_out: torch.Tensor, weight: torch.Tensor,
     reverse: bool, n: int, s: int, pad: int,
 ) -> None:
     """``dst[i] = src[i] + relu(conv(dst[prev]))`` (``dst`` may be ``src``); fills ``relu_out``."""
     length, r, c = src.shape
     m = r - 2 * pad
-    kernel = 2 * pad + 1
-    cols = src.new_empty((m, kernel * c))
     first = length - 1 if reverse else 0
     if dst is not src:
         dst[first].copy_(src[first])
     for i in range(length - 2, -1, -1) if reverse else range(1, length):
-        cols.copy_(_windows(dst[i + 1 if reverse else i - 1], m, kernel))
         y = relu_out[i, pad : pad + m]
-        torch.mm(cols, w2, out=y)
-        y.clamp_(min=0)
+        torch.clamp(_row_conv(dst[i + 1 if reverse else i - 1], weight), min=0, out=y)
         _gap_rows(relu_out[i], n, s, pad).zero_()
         torch.add(src[i], relu_out[i], out=dst[i])
 
 
 def _sweep_backward(
-    grad: torch.Tensor, mask: torch.Tensor, wt2: torch.Tensor, reverse: bool, pad: int
+    grad: torch.Tensor, mask: torch.Tensor, weight_t: torch.Tensor, reverse: bool, pad: int
 ) -> torch.Tensor:
-    """Turn ``grad`` (dL/d out) into dL/d in, in place; returns ``relu' * G`` per slice."""
+    """Turn ``grad`` (dL/d out) into dL/d in, in place; returns ``relu' * G`` per slice.
+
+    ``weight_t`` is the transposed, flipped kernel (conv^T as a correlation)."""
     length, r, c = grad.shape
     m = r - 2 * pad
-    kernel = 2 * pad + 1
-    dconv = torch.zeros_like(mask)  # zero on the zero rows (mask is 0 there)
-    cols = grad.new_empty((m, kernel * mask.shape[2]))
+    dconv = torch.empty_like(mask)  # every slice but the last one swept is written below
+    dconv[length - 1 if reverse else 0].zero_()  # (zero rows: zero, since mask is 0 there)
     for i in range(0, length - 1) if reverse else range(length - 1, 0, -1):
         d = dconv[i]
         torch.mul(grad[i], mask[i], out=d)
-        cols.copy_(_windows(d, m, kernel))
-        grad[i + 1 if reverse else i - 1, pad : pad + m].addmm_(cols, wt2)
+        grad[i + 1 if reverse else i - 1, pad : pad + m].add_(_row_conv(d, weight_t))
     return dconv
 
 
 def _weight_grad(out: torch.Tensor, dconv: torch.Tensor, reverse: bool, pad: int) -> torch.Tensor:
-    """All slices at once: slice ``i`` read ``out[prev]`` and produced ``dconv[i]``; stacked
-    flat, tap ``j`` is one GEMM of two shifted 2-D views. Returns ``[k, C_in, C_out]``."""
-    c, c_out = out.shape[2], dconv.shape[2]
-    src = (out[1:] if reverse else out[:-1]).reshape(-1, c)
-    dst = (dconv[:-1] if reverse else dconv[1:]).reshape(-1, c_out)
-    t = src.shape[0] - 2 * pad
-    grad_w = out.new_zeros((2 * pad + 1, c, c_out))
-    if t <= 0:  # a single slice: nothing was convolved
-        return grad_w
-    for j in range(2 * pad + 1):
-        torch.mm(src[j : j + t].t(), dst[pad : pad + t], out=grad_w[j])
-    return grad_w
+    """All slices at once: slice ``i`` read ``out[prev]`` and produced ``dconv[i]``. Stacked,
+    that is the weight gradient of one ``(1, k)`` convolution over a channels-last
+    ``[1, C, L - 1, R]`` image (the zero rows are its padding), which the convolution
+    library computes in one call (~25% faster than ``k`` GEMMs). Returns ``[k, C_in, C_out]``."""
+    length, r, c = out.shape
+    m = r - 2 * pad
+    if length < 2 or m <= 0:  # a single slice: nothing was convolved
+        return out.new_zeros((2 * pad + 1, c, dconv.shape[2]))
+    src = (out[1:] if reverse else out[:-1]).unsqueeze(0).permute(0, 3, 1, 2)
+    dst = (dconv[:-1] if reverse else dconv[1:])[:, pad : pad + m].unsqueeze(0).permute(0, 3, 1, 2)
+    grad_w = torch.nn.grad.conv2d_weight(src, (dconv.shape[2], c, 1, 2 * pad + 1), dst)
+    return grad_w[:, :, 0, :].permute(2, 1, 0)
 
 
 class _MessagePassing(torch.autograd.Function):
@@ -161,14 +165,17 @@ class _MessagePassing(torch.autograd.Function):
         for (vertical, reverse), tap in zip(spec, taps):
             kernel = tap.shape[0]
             pad, s = kernel // 2, (w if vertical else h)
+            length = h if vertical else w
             if cur is None:
                 cur = dst = _to_layout(x, vertical, pad)
             elif vertical != axis or pad != cur_pad:
                 cur = dst = _change_layout(cur, n, axis, cur_s, cur_pad, vertical, s, pad)
             else:
                 dst = torch.empty_like(cur)
-            relu_out = torch.zeros_like(cur)
-            _sweep_forward(cur, dst, relu_out, tap.reshape(kernel * c, c), reverse, n, s, pad)
+            relu_out = torch.empty_like(cur)  # the sweep writes all but these rows:
+            relu_out[length - 1 if reverse else 0].zero_()
+            relu_out[:, :pad].zero_()
+            _sweep_forward(cur, dst, relu_out, _conv_weight(tap), reverse, n, s, pad)
             relu_out.gt_(0)  # in place: the buffer becomes the relu' mask (1.0 / 0.0)
             saved += [dst, relu_out]
             cur, axis, cur_s, cur_pad = dst, vertical, s, pad
@@ -194,8 +201,7 @@ class _MessagePassing(torch.autograd.Function):
             elif vertical != axis or pad != cur_pad:
                 grad = _change_layout(grad, n, axis, cur_s, cur_pad, vertical, s, pad)
             # conv^T = correlation with the flipped, transposed kernel on the zero-framed rows.
-            wt2 = tap.flip(0).transpose(1, 2).reshape(kernel * c, c)
-            dconv = _sweep_backward(grad, masks[idx], wt2, reverse, pad)
+            dconv = _sweep_backward(grad, masks[idx], _conv_weight(tap.flip(0).transpose(1, 2)), reverse, pad)
             if ctx.needs_input_grad[2 + idx]:
                 grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, pad).to(ctx.weight_dtypes[idx])
             axis, cur_s, cur_pad = vertical, s, pad
