@@ -145,7 +145,7 @@ def _extract_tar(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
             if m.issym():
                 check_link_target(name, rel, m.linkname, relative_to_member=True)
             elif m.islnk():
-                check_link_target(name, rel, check_member_name(name, m.linkname), relative_to_member=False)
+                check_link_target(name, rel, m.linkname, relative_to_member=False)
             elif m.isdev() or m.isfifo() or not (m.isfile() or m.isdir()):
                 raise UnsafeArchiveError(f"{name}: member {m.name!r} is a device file, FIFO or special "
                                          "member; refusing the archive")
