@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from lanenb_trainer.events import Event, parse_line
 
 from .backends import Backend, LogLine, get_backend
+from .redact import redact_spec
 from .registry import JobExistsError, JobNotFoundError, JobRecord, JobRegistry, lanenb_home
 from .spec import TrainSpec
 from .status import JobState, JobStatus
@@ -112,8 +113,10 @@ class Job:
             if metrics is not None:
                 fields["metrics"] = metrics
         if status.state.value != rec.state or status.to_dict() != rec.status or "metrics" in fields:
-            self._registry.update(self.name, **fields)
+            written = self._registry.update(self.name, **fields)
             self._refresh()
+            if not written:  # another kernel recorded a final state meanwhile: that one stands
+                return self._recorded_status()
         return status
 
     def logs(self, follow: bool = False, worker: int | None = None) -> Iterator[LogLine]:
@@ -190,18 +193,34 @@ class Job:
             time.sleep(delay)
 
     def cancel(self) -> JobStatus:
+        """Stop the job and record it as cancelled, unless it has already ended.
+
+        The live state is read first: a job that has just succeeded or failed keeps that
+        outcome (its MPIJob is not deleted, no "cancelled" is recorded). Whatever the recorded
+        state, anything of the job still running (ranks a killed supervisor left behind) is
+        stopped.
+
+        Returns:
+            The job's final status (the recorded one when it had already ended).
+        """
         self._refresh()
-        if JobState(self._record.state).finished:
-            return JobStatus.from_dict(self._record.status)
-        self.backend.cancel(self.spec, self._record.handle)
-        status = self.backend.status(self.spec, self._record.handle)
-        if not status.state.finished:  # a backend that deletes asynchronously (Kubernetes)
-            status = JobStatus(JobState.CANCELLED, reason="cancelled by user", started=status.started,
-                               finished=time.time())
-        self._registry.update(self.name, state=status.state.value, status=status.to_dict(),
-                              finished=status.finished or time.time())
-        self._refresh()
-        return status
+        if not JobState(self._record.state).finished:
+            live = self.status()  # records a final state the backend already reached
+            if not live.state.finished:
+                self.backend.cancel(self.spec, self._record.handle)
+                status = self.backend.status(self.spec, self._record.handle)
+                if not status.state.finished:  # a backend that deletes asynchronously (Kubernetes)
+                    status = JobStatus(JobState.CANCELLED, reason="cancelled by user", started=status.started,
+                                       finished=time.time())
+                self._registry.update(self.name, state=status.state.value, status=status.to_dict(),
+                                      finished=status.finished or time.time())
+                self._refresh()
+        self.backend.stop_leftovers(self.spec, self._record.handle)
+        return self._recorded_status()
+
+    def _recorded_status(self) -> JobStatus:
+        rec = self._record
+        return JobStatus.from_dict(rec.status) if rec.status else JobStatus(JobState(rec.state))
 
     def suspend(self) -> None:
         self.backend.suspend(self.spec, self._record.handle)
@@ -213,7 +232,7 @@ class Job:
             "name": rec.name, "backend": rec.backend, "state": rec.state, "status": rec.status,
             "run_dir": rec.run_dir, "created": rec.created, "started": rec.started,
             "finished": rec.finished, "metrics": rec.metrics, "handle": rec.handle,
-            "spec": rec.spec,
+            "spec": redact_spec(rec.spec),  # rows written before redaction existed may hold values
         }
         try:
             info["backend_detail"] = self.backend.describe(self.spec, rec.handle)

@@ -3,12 +3,24 @@
 Two kernels (processes) may write at once: WAL journal, a busy timeout, a fresh connection
 per operation and short ``BEGIN IMMEDIATE`` transactions keep writers from tripping over
 each other ("database is locked") without any lock server.
+
+Two rules hold for every writer:
+
+* **A final state is never overwritten.** Once a row says succeeded / failed / cancelled /
+  lost, an update that would change its state or status is skipped (``update`` returns
+  False): a poll that read "running" just before another kernel recorded "cancelled" cannot
+  bring the job back to life. Only metrics (and the handle) may still be filled in.
+* **Private and secret-free.** ``LANENB_HOME`` and the database are created readable by their
+  owner only (0700 / 0600), and a spec's secret-looking ``env`` values are stored as
+  ``<redacted>`` (``lanenb.jobs.redact``): the ranks get the real values from the submitting
+  process, never from here.
 """
 
 from __future__ import annotations
 
 from lanenb_trainer.errors import UserError
 
+import errno
 import json
 import os
 import sqlite3
@@ -18,7 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["lanenb_home", "JobRecord", "JobRegistry", "JobExistsError", "JobNotFoundError"]
+from .redact import redact_spec
+from .status import JobState
+
+__all__ = ["lanenb_home", "make_private_dir", "JobRecord", "JobRegistry", "JobExistsError", "JobNotFoundError"]
+
+FINAL_STATES = tuple(sorted(s.value for s in JobState if s.finished))
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0
@@ -45,6 +62,29 @@ CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created);
 def lanenb_home() -> Path:
     """``$LANENB_HOME`` or ``~/.lanenb``; read on every call so tests can point it elsewhere."""
     return Path(os.environ.get("LANENB_HOME") or Path.home() / ".lanenb").expanduser()
+
+
+def make_private_dir(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` and any missing parents with mode 0700 (owner only): run dirs and the
+    registry hold logs, checkpoints and job specs that other users of a shared machine have
+    no business reading. Existing directories keep the mode their owner gave them."""
+    path = Path(path)
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # another process made it meanwhile
+        os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask; 0700 is what we want
+    if not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
+    return path
 
 
 class JobExistsError(UserError, ValueError):
@@ -88,7 +128,9 @@ def _row_to_record(row: sqlite3.Row) -> JobRecord:
 class JobRegistry:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else lanenb_home() / "jobs.sqlite3"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
+        if not self.path.exists():  # sqlite would create it 0644 (and its -wal/-shm files alike)
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)
@@ -125,7 +167,7 @@ class JobRegistry:
             with self._write() as conn:
                 conn.execute(
                     "INSERT INTO jobs(name, backend, spec, state, run_dir, created, updated) VALUES (?,?,?,?,?,?,?)",
-                    (name, backend, json.dumps(spec), state, run_dir, now, now),
+                    (name, backend, json.dumps(redact_spec(spec)), state, run_dir, now, now),
                 )
         except sqlite3.IntegrityError:
             raise JobExistsError(
@@ -133,8 +175,15 @@ class JobRegistry:
             ) from None
         return self.get(name)
 
-    def update(self, name: str, **fields: Any) -> None:
-        """Set any of handle, state, status, started, finished, metrics (dicts are JSON-encoded)."""
+    def update(self, name: str, **fields: Any) -> bool:
+        """Set any of handle, state, status, started, finished, metrics (dicts are JSON-encoded).
+
+        Returns False (and writes nothing) when the update would change the state or status of
+        a row whose state is already final, unless it records that same final state again.
+
+        Raises:
+            JobNotFoundError: no job named ``name``.
+        """
         allowed = {"handle", "state", "status", "started", "finished", "metrics", "run_dir"}
         bad = set(fields) - allowed
         if bad:
@@ -147,10 +196,23 @@ class JobRegistry:
             values.append(value)
         cols.append("updated=?")
         values.append(time.time())
+        where, params = "name=?", [name]
+        if "state" in fields or "status" in fields:
+            # checked inside the write transaction, so two kernels cannot both pass the test
+            marks = ",".join("?" * len(FINAL_STATES))
+            where += f" AND (state NOT IN ({marks})"
+            params += FINAL_STATES
+            if "state" in fields:
+                where += " OR state=?"
+                params.append(str(fields["state"]))
+            where += ")"
         with self._write() as conn:
-            cur = conn.execute(f"UPDATE jobs SET {', '.join(cols)} WHERE name=?", (*values, name))
+            cur = conn.execute(f"UPDATE jobs SET {', '.join(cols)} WHERE {where}", (*values, *params))
             if cur.rowcount == 0:
-                raise JobNotFoundError(f"no job named {name!r} in {self.path}")
+                if conn.execute("SELECT 1 FROM jobs WHERE name=?", (name,)).fetchone() is None:
+                    raise JobNotFoundError(f"no job named {name!r} in {self.path}")
+                return False
+        return True
 
     def delete(self, name: str) -> None:
         with self._write() as conn:

@@ -96,13 +96,37 @@ def build_mpirun_argv(
     extra_mpi_args: Sequence[str] = (),
     allow_root: bool | None = None,
     program: Sequence[str] | None = None,
+    wrapper: Sequence[str] = (),
+    entrypoint: Sequence[str] | None = None,
+    oversubscribe: bool = True,
+    default_exports: Sequence[str] = DEFAULT_EXPORTS,
 ) -> list[str]:
     """The full mpirun command line running ``python -m lanenb_trainer`` on ``processes`` ranks.
 
-    ``env`` names the variables to export to every rank (``-x NAME``; values come from the
-    environment mpirun runs in, so secrets never appear in the argv). ``hosts`` are
-    ``host[:slots]`` entries for multi-node runs (the MPI Operator writes a hostfile instead).
-    ``program`` replaces ``-m lanenb_trainer`` (e.g. a benchmark script path).
+    The one mpirun argv builder: local jobs, ``lanenb train`` and the MPIJob launcher
+    (``kubernetes.manifests.mpirun_argv``) all call it, so rank placement, output tagging and
+    exports cannot drift apart.
+
+    Args:
+        processes: number of ranks (``-np``).
+        trainer_args: the trainer's flags, appended last (each one argv element).
+        env: names of variables to export to every rank (``-x NAME``; values come from the
+            environment mpirun runs in, so secrets never appear in the argv).
+        python: the interpreter each rank runs (``python -u``).
+        hosts: ``host[:slots]`` entries for multi-node runs (the MPI Operator writes a
+            hostfile instead).
+        mpirun: the mpirun executable.
+        extra_mpi_args: more mpirun options (``--mca`` settings...), before the program.
+        allow_root: add ``--allow-run-as-root`` (default: when running as root).
+        program: replaces ``-m lanenb_trainer`` (e.g. a benchmark script path).
+        wrapper: argv put in front of the rank's program (the local rank guard).
+        entrypoint: replaces ``python -u -m lanenb_trainer`` as a whole (the container
+            image's ENTRYPOINT on Kubernetes).
+        oversubscribe: allow more ranks than slots (one machine, ranks >= cores).
+        default_exports: variables always exported before ``env``.
+
+    Raises:
+        LaunchError: ``processes`` is not an integer >= 1, or an ``env`` name is invalid.
     """
     if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
         raise LaunchError(f"processes must be an integer >= 1, got {processes!r}")
@@ -110,7 +134,7 @@ def build_mpirun_argv(
     for name in names:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise LaunchError(f"cannot export {name!r}: not a valid environment variable name")
-    argv = [mpirun, "-np", str(processes), "--oversubscribe", "--tag-output",
+    argv = [mpirun, "-np", str(processes), *(["--oversubscribe"] if oversubscribe else []), "--tag-output",
             "--bind-to", "none", "--map-by", "slot"]
     if allow_root is None:
         allow_root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -118,10 +142,12 @@ def build_mpirun_argv(
         argv.append("--allow-run-as-root")
     if hosts:
         argv += ["--host", ",".join(hosts)]
-    for name in dict.fromkeys([*DEFAULT_EXPORTS, *names]):
+    for name in dict.fromkeys([*default_exports, *names]):
         argv += ["-x", name]
     argv += list(extra_mpi_args)
-    argv += [python, "-u", *(program if program else ["-m", TRAINER_MODULE]), *trainer_args]
+    if entrypoint is None:
+        entrypoint = [python, "-u", *(program if program else ["-m", TRAINER_MODULE])]
+    argv += [*wrapper, *entrypoint, *trainer_args]
     return argv
 
 

@@ -25,16 +25,27 @@ RANK_PROGRAM = textwrap.dedent(
     mode = sys.argv[4] if len(sys.argv) > 4 else "ok"
     if mode == "stubborn" and rank == 1:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # forces cancel to escalate to SIGKILL
+    if mode == "slowstop":  # rank 0 needs a moment to stop (a last checkpoint write), rank 1 none
+        def stop(signum, frame):
+            print(f"rank {rank} got signal {signum}", flush=True)
+            time.sleep(2.0 if rank == 0 else 0.0)
+            print("@lanenb " + json.dumps({"v": 1, "t": time.time(), "rank": rank, "kind": "end",
+                                           "status": "cancelled"}), flush=True)
+            os._exit(130)
+        signal.signal(signal.SIGTERM, stop)
     with open(os.path.join(pid_dir, f"rank{rank}.pid"), "w") as fh:
         fh.write(str(os.getpid()))
-    print(f"hello from rank {rank} env={os.environ.get('LANE_TEST', '')}", flush=True)
+    print(f"hello from rank {rank} env={os.environ.get('LANE_TEST', '')} "
+          f"token={'set' if os.environ.get('HF_TOKEN') == 'hf_do_not_store_me' else 'missing'}", flush=True)
     for i in range(steps):
         print("@lanenb " + json.dumps({"v": 1, "t": time.time(), "rank": rank, "kind": "step", "step": i}), flush=True)
+        if mode == "chatty":
+            print(f"plain line {i} of rank {rank} " + "x" * 200, flush=True)
         time.sleep(delay)
     if mode == "fail" and rank == 1:
         print("@lanenb " + json.dumps({"v": 1, "t": time.time(), "rank": 1, "kind": "error", "message": "loss is NaN"}), flush=True)
         sys.exit(3)
-    if rank == 0 and mode == "ok":
+    if rank == 0 and mode in ("ok", "chatty"):
         tmp = os.path.join(pid_dir, ".metrics.tmp")
         with open(tmp, "w") as fh:
             json.dump({"accuracy": 0.5 + steps / 100.0, "best_epoch": 1}, fh)
@@ -68,12 +79,13 @@ def tiny_job(rank_program: Path, tmp_path: Path):
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
 
-    def _submit(steps: int = 3, delay: float = 0.05, mode: str = "ok", grace: float = 2.0, **spec_kw):
+    def _submit(steps: int = 3, delay: float = 0.05, mode: str = "ok", grace: float = 2.0,
+                backend_opts: dict | None = None, **spec_kw):
         run_dir = tmp_path / f"run-{mode}-{steps}"
         env = {"LANE_RUN_DIR": str(run_dir), **spec_kw.pop("env", {})}
         spec = TrainSpec(dataset=str(tmp_path), processes=2, run_dir=str(run_dir), env=env, **spec_kw)
         program = [sys.executable, str(rank_program), str(steps), str(delay), str(pid_dir), mode]
-        return submit(spec, program=program, trainer_args=False, grace=grace)
+        return submit(spec, program=program, trainer_args=False, grace=grace, **(backend_opts or {}))
 
     _submit.pid_dir = pid_dir  # type: ignore[attr-defined]
     return _submit

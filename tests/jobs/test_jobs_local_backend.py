@@ -48,7 +48,7 @@ def test_job_runs_logs_events_and_records_metrics(tiny_job):
     lines = list(job.logs())
     assert {ln.rank for ln in lines if ln.rank is not None} == {0, 1}
     assert {ln.source for ln in lines} == {"launcher", "supervisor"}
-    assert any(ln.rank == 1 and ln.text == "hello from rank 1 env=xyz" for ln in lines)  # spec.env reaches ranks
+    assert any(ln.rank == 1 and ln.text == "hello from rank 1 env=xyz token=missing" for ln in lines)  # spec.env reaches ranks
     steps = [(ev.rank, ev["step"]) for ev in job.events()]
     assert sorted(steps) == sorted((r, s) for r in (0, 1) for s in range(4))
     assert [ln.text for ln in job.logs(worker=1) if ln.text.startswith("bye")] == ["bye from rank 1"]
@@ -158,7 +158,7 @@ def test_missing_launcher_program_fails_with_reason(tmp_path):
     assert status.exit_code != 0
 
 
-def test_supervisor_killed_without_exit_file_is_failed(tiny_job):
+def test_whole_tree_killed_without_exit_file_is_lost_and_wait_returns(tiny_job):
     job = tiny_job(steps=1000, delay=0.1, grace=1.0)
     _wait_for(lambda: any(True for _ in job.events()), what="first event")
     procs = job.backend._group_processes(job.handle)
@@ -166,9 +166,10 @@ def test_supervisor_killed_without_exit_file_is_failed(tiny_job):
         proc.kill()
     psutil.wait_procs(procs, timeout=10)
     job.backend._supervisor(job.handle)  # reaps our own child
-    status = job.status()
-    assert status.state is JobState.FAILED
+    status = job.wait(timeout=10)
+    assert status.state is JobState.LOST
     assert "is gone without recording an exit status" in status.reason
+    assert get_job(job.name).status().state is JobState.LOST  # recorded, final
 
 
 def test_list_jobs_and_duplicate_names(tiny_job, tmp_path):

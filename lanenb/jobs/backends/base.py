@@ -100,5 +100,10 @@ class Backend(abc.ABC):
         """Datasets a launch form can offer (local directories, or PVC names on a cluster)."""
         return []
 
+    def stop_leftovers(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+        """Stop whatever still runs of a job whose outcome is already final (rank processes a
+        killed supervisor left behind). Never deletes the job or changes its recorded outcome;
+        ``Job.cancel`` calls it whatever the registry says. Default: nothing to stop."""
+
     def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
         raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot suspend jobs")

@@ -3,13 +3,21 @@
 ``submit`` only spawns the supervisor (``lanenb.jobs.backends.supervise``) in a new session
 and returns; the supervisor owns mpirun and the ranks. All later questions (status, logs,
 cancel) are answered from the handle (pid, process group, process start time) and the
-files in the run dir, so a different process can answer them after a kernel restart.
+files in the run dir (``exit.json``, ``cancel.json``, the ranks' ``pids/rank-<R>.json``), so a
+different process can answer them after a kernel restart.
+
+Each rank runs behind ``lanenb.launch.rankguard`` (dies with mpirun, records its pid), mpirun
+dies with the supervisor, and the supervisor stops orphans: killing any process of the tree
+takes the ranks down. A supervisor that vanished without ``exit.json`` makes the job
+``LOST``; ``cancel()`` still finds the recorded ranks whatever the registry says.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,11 +32,13 @@ from lanenb_trainer.config import parse_config
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import parse_line, split_rank_tag
 
+from lanenb.launch import rankguard
 from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
 
+from ..registry import make_private_dir
 from ..status import JobState, JobStatus
 from .base import Backend, LogChunk, LogLine
-from .supervise import CANCEL_NAME, EXIT_NAME, LOG_NAME, SUPERVISOR_PREFIX
+from .supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME, SUPERVISOR_PREFIX
 
 __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
 
@@ -109,17 +119,22 @@ class LocalBackend(Backend):
 
     ``program`` replaces ``python -m lanenb_trainer`` (the argv each rank runs, before the
     trainer flags); ``trainer_args=False`` drops the trainer flags, which is how the tests run
-    a tiny MPI program through exactly the same supervisor. ``grace`` is how long cancel
-    waits after SIGTERM before SIGKILL.
+    a tiny MPI program through exactly the same supervisor. ``grace`` is how long a rank gets
+    to stop after its one SIGTERM before SIGKILL. ``max_log_bytes`` caps ``job.log`` (past it
+    only ``@lanenb`` event lines are kept, past twice it none).
     """
 
     name = "local"
     runs_here = True
 
     def __init__(self, *, program: Sequence[str] | None = None, trainer_args: bool = True,
-                 grace: float = 10.0, python: str | None = None, poll_interval: float = 0.1) -> None:
-        if grace < 0:
-            raise ValueError(f"grace={grace!r}: must be >= 0 seconds")
+                 grace: float = 10.0, python: str | None = None, poll_interval: float = 0.1,
+                 max_log_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
+        if not (grace >= 0 and math.isfinite(grace)):
+            raise ValueError(f"grace={grace!r}: must be a finite number of seconds >= 0")
+        if not isinstance(max_log_bytes, int) or max_log_bytes < 1:
+            raise ValueError(f"max_log_bytes={max_log_bytes!r}: must be an integer >= 1")
+        self.max_log_bytes = max_log_bytes
         self.program = list(program) if program is not None else None
         self.use_trainer_args = trainer_args
         self.grace = float(grace)
@@ -146,8 +161,14 @@ class LocalBackend(Backend):
             # the trainer's own validation, before anything starts: a missing dataset fails
             # here in the notebook cell, not in a detached process
             parse_config(args, env={**os.environ, **spec.env})
+        # the rank guard makes each rank die with mpirun; mpirun gives the ranks still running
+        # the grace period when the first one stops (its default, 1 s, would kill a rank
+        # writing its last checkpoint and lose its end event)
+        sigkill_timeout = str(max(1, math.ceil(self.grace)))
         argv = build_mpirun_argv(spec.processes, args, env=sorted(spec.env), python=self.python,
-                                 hosts=None, mpirun=find_mpirun())
+                                 hosts=None, mpirun=find_mpirun(),
+                                 extra_mpi_args=["--mca", "odls_base_sigkill_timeout", sigkill_timeout],
+                                 wrapper=[self.python, rankguard.__file__])
         if self.program is None:
             return argv
         # swap "python [-u] -m lanenb_trainer" for the given program, keeping mpirun's options
@@ -162,15 +183,15 @@ class LocalBackend(Backend):
         self.launcher_argv(spec, run_dir or spec.run_dir or ".")
 
     def submit(self, spec, run_dir: str | Path) -> dict[str, Any]:
-        run = Path(run_dir).expanduser().resolve()
-        run.mkdir(parents=True, exist_ok=True)
+        run = make_private_dir(Path(run_dir).expanduser().resolve())
         for stale in (EXIT_NAME, CANCEL_NAME):  # a reused run dir must not look finished
             (run / stale).unlink(missing_ok=True)
         log_path = run / LOG_NAME
         argv = self.launcher_argv(spec, run)
         env = launch_env(os.environ, extra=spec.env)  # rendezvous port, unbuffered ranks
         cmd = [self.python, "-m", "lanenb.jobs.backends.supervise", "--run-dir", str(run),
-               "--log", str(log_path), "--", *argv]
+               "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes),
+               "--", *argv]
         with open(run / "supervisor.err", "ab") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                     start_new_session=True, close_fds=True, env=env, cwd=str(run))
@@ -206,9 +227,27 @@ class LocalBackend(Backend):
         except (psutil.Error, KeyError, ValueError):
             return None
 
+    @staticmethod
+    def _recorded_ranks(handle: dict[str, Any]) -> list[psutil.Process]:
+        """Rank processes from the pid files their guards wrote, if still the same processes."""
+        procs = []
+        for path in sorted((Path(handle["run_dir"]) / PIDS_NAME).glob("rank-*.json")):
+            info = _read_json(path) or {}
+            try:
+                pid = int(info["pid"])
+                if rankguard._start_ticks(pid) != info.get("start_ticks"):
+                    continue  # gone, or the pid now belongs to another process
+                proc = psutil.Process(pid)
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    procs.append(proc)
+            except (KeyError, TypeError, ValueError, psutil.Error):
+                continue
+        return procs
+
     def _group_processes(self, handle: dict[str, Any]) -> list[psutil.Process]:
-        """The supervisor, its descendants and anything else left in its process group."""
-        procs: dict[int, psutil.Process] = {}
+        """The supervisor, its descendants, anything else left in its process group and the
+        recorded ranks (which live in process groups of their own)."""
+        procs: dict[int, psutil.Process] = {p.pid: p for p in self._recorded_ranks(handle)}
         sup = self._supervisor(handle)
         if sup is not None:
             procs[sup.pid] = sup
@@ -249,9 +288,26 @@ class LocalBackend(Backend):
         cancel = _read_json(run / CANCEL_NAME)
         if cancel is not None:
             return JobStatus(JobState.CANCELLED, reason="cancelled by user", finished=cancel.get("time"))
-        return JobStatus(JobState.FAILED, reason=(
-            f"the supervisor (pid {handle.get('pid')}) is gone without recording an exit status "
-            "(killed, or the machine rebooted); see " + str(handle.get("log"))), finished=time.time())
+        return JobStatus(JobState.LOST, reason=self._lost_reason(handle), finished=time.time())
+
+    def _lost_reason(self, handle: dict[str, Any]) -> str:
+        """Why a job whose supervisor vanished without exit.json is lost, with what is known."""
+        run = Path(handle["run_dir"])
+        reason = (f"the supervisor (pid {handle.get('pid')}) is gone without recording an exit status "
+                  "(killed, out of memory or disk space, or the machine rebooted)")
+        try:
+            free = shutil.disk_usage(run).free
+            if free < 1 << 20:
+                reason += f"; the run dir's disk has {free} bytes free"
+        except OSError:
+            pass
+        errors = self._read_lines(run / "supervisor.err", tail_bytes=2048)
+        if errors:
+            reason += f"; its last error output: {errors[-1].strip()}"
+        left = self._recorded_ranks(handle)
+        if left:
+            reason += f"; {len(left)} rank process(es) still running (cancel() stops them)"
+        return reason + f"; log: {handle.get('log')}"
 
     def _finished_status(self, handle: dict[str, Any]) -> JobStatus | None:
         run = Path(handle["run_dir"])
@@ -260,13 +316,21 @@ class LocalBackend(Backend):
             return None
         rc = int(exit_info.get("returncode", -1))
         started, finished = exit_info.get("started"), exit_info.get("finished")
+        message = None
+        if exit_info.get("log_error"):  # the job ran on; its log stopped (disk full, size limit)
+            message = f"job.log is incomplete: {exit_info['log_error']}"
+        elif exit_info.get("log_lines_dropped"):
+            message = f"job.log was capped: {exit_info['log_lines_dropped']} output line(s) not kept"
         if _read_json(run / CANCEL_NAME) is not None:
             return JobStatus(JobState.CANCELLED, reason="cancelled by user", started=started,
-                             finished=finished, exit_code=rc)
+                             finished=finished, exit_code=rc, message=message)
         if rc == 0:
-            return JobStatus(JobState.SUCCEEDED, started=started, finished=finished, exit_code=0)
-        return JobStatus(JobState.FAILED, reason=self._failure_reason(handle, rc, exit_info),
-                         started=started, finished=finished, exit_code=rc)
+            return JobStatus(JobState.SUCCEEDED, started=started, finished=finished, exit_code=0, message=message)
+        reason = self._failure_reason(handle, rc, exit_info)
+        if exit_info.get("log_error"):
+            reason += f"; {message}"
+        return JobStatus(JobState.FAILED, reason=reason, started=started, finished=finished, exit_code=rc,
+                         message=message)
 
     def _rank_states(self, sup: psutil.Process) -> dict[str, str]:
         """Rank processes are the launcher's descendants that run the rank program."""
@@ -421,31 +485,62 @@ class LocalBackend(Backend):
         return LogLine(None, text, "launcher")
 
     def cancel(self, spec, handle: dict[str, Any]) -> None:
-        """SIGTERM the whole process group, SIGKILL whatever is left after ``grace`` seconds."""
+        """Stop the job and mark it cancelled (``cancel.json``), unless it has already ended.
+
+        One SIGTERM to the supervisor, which gives each rank one SIGTERM and ``grace``
+        seconds to write its ``end(status=cancelled)`` event before SIGKILL (see
+        ``supervise``); what is still alive after that is killed from here.
+        """
         if not handle:
             return
         run = Path(handle["run_dir"])
         if (run / EXIT_NAME).exists():
             return  # already over: nothing to stop, keep its real outcome
+        self._check_host(handle)
+        write_json(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
+        self._stop(handle)
+
+    def stop_leftovers(self, spec, handle: dict[str, Any]) -> None:
+        """Stop whatever of a finished (or lost) job still runs, without marking it cancelled."""
+        if not handle or (handle.get("host") and handle["host"] != socket.gethostname()):
+            return
+        if self._supervisor(handle) is not None or self._group_processes(handle):
+            self._stop(handle)
+
+    def _check_host(self, handle: dict[str, Any]) -> None:
         if handle.get("host") and handle["host"] != socket.gethostname():
             # its pids mean nothing here: signalling them could hit unrelated processes
             raise RuntimeError(f"job runs on host {handle['host']!r}; cancel it from that machine "
                                f"(this is {socket.gethostname()!r})")
-        write_json(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
-        procs = self._group_processes(handle)
-        pgid = handle.get("pgid")
-        self._signal_all(procs, pgid, signal.SIGTERM)
-        _, alive = psutil.wait_procs(procs, timeout=self.grace)
-        if alive or self._group_processes(handle):
-            procs = alive + self._group_processes(handle)
-            self._signal_all(procs, pgid, signal.SIGKILL)
-            psutil.wait_procs(procs, timeout=5)
+
+    def _stop(self, handle: dict[str, Any]) -> None:
+        sup = self._supervisor(handle)
+        if sup is not None:
+            # the supervisor runs the stop sequence and writes exit.json; wait for it (the
+            # ranks' grace, then mpirun's own wind-down of up to another grace period)
+            try:
+                sup.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                pass
+            deadline = time.monotonic() + 2 * self.grace + 10
+            while self._supervisor(handle) is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        else:
+            # no supervisor: the recorded ranks and anything left in its group get the same
+            # one SIGTERM, then SIGKILL after the grace period
+            procs = self._group_processes(handle)
+            self._signal_all(procs, signal.SIGTERM)
+            psutil.wait_procs(procs, timeout=self.grace)
+        leftovers = self._group_processes(handle)
+        if leftovers:
+            self._signal_all(leftovers, signal.SIGKILL, pgid=handle.get("pgid"))
+            psutil.wait_procs(leftovers, timeout=5)
         spawned = _SPAWNED.get(int(handle.get("pid", 0) or 0))
         if spawned is not None:  # reap the supervisor if this very process started it
             spawned.poll()
 
     @staticmethod
-    def _signal_all(procs: list[psutil.Process], pgid: int | None, sig: signal.Signals) -> None:
+    def _signal_all(procs: list[psutil.Process], sig: signal.Signals, pgid: int | None = None) -> None:
         if pgid:
             try:
                 os.killpg(int(pgid), sig)

@@ -1,0 +1,150 @@
+"""Local jobs under crashes, cancels and a full disk: the ranks never outlive their job, a
+slow rank gets to say it was cancelled, and every job ends in a final state with a reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+
+from lanenb.jobs import JobRegistry, JobState, get_job
+from lanenb_trainer.events import parse_line
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _started_ranks(job, pid_dir: Path) -> list[int]:
+    """Both ranks running and logging; their pids as the ranks wrote them."""
+    _wait_for(lambda: len(list(pid_dir.glob("rank*.pid"))) == 2 and sum(
+        1 for ev in job.events() if ev.kind == "step") >= 2, what="both ranks started")
+    return [int(p.read_text()) for p in sorted(pid_dir.glob("rank*.pid"))]
+
+
+def _mpirun(job) -> psutil.Process:
+    sup = job.backend._supervisor(job.handle)
+    assert sup is not None
+    (child,) = sup.children()
+    return child
+
+
+# ---------------------------------------------------------------- item 12: ranks die with the job
+def test_quiet_ranks_die_when_the_supervisor_is_killed(tiny_job):
+    # one step, then a minute without output: nothing ever writes to the dead pipe
+    job = tiny_job(steps=2, delay=60.0, grace=1.0)
+    ranks = _started_ranks(job, tiny_job.pid_dir)
+    mpirun = _mpirun(job)
+    os.kill(job.handle["pid"], signal.SIGKILL)
+    _wait_for(lambda: not any(_alive(p) for p in [*ranks, mpirun.pid]), timeout=20,
+              what="mpirun and the quiet ranks to die with their supervisor")
+    job.backend._supervisor(job.handle)  # reaps our own child
+    status = job.wait(timeout=10)
+    assert status.state is JobState.LOST
+    assert "gone without recording an exit status" in status.reason
+
+
+def test_ranks_die_when_mpirun_is_killed_and_the_job_fails(tiny_job):
+    job = tiny_job(steps=2, delay=60.0, grace=1.0)
+    ranks = _started_ranks(job, tiny_job.pid_dir)
+    _mpirun(job).kill()
+    _wait_for(lambda: not any(_alive(p) for p in ranks), timeout=20, what="the ranks to die with mpirun")
+    status = job.wait(timeout=30)
+    assert status.state is JobState.FAILED and status.exit_code == -signal.SIGKILL
+    assert "launcher exited with code -9" in status.reason
+
+
+def test_cancel_reaches_running_ranks_whatever_the_record_says(tiny_job):
+    job = tiny_job(steps=1000, delay=0.1, grace=1.0)
+    ranks = _started_ranks(job, tiny_job.pid_dir)
+    # another kernel (or an old poll) recorded a final state while the ranks still run
+    JobRegistry().update(job.name, state="failed", status={"state": "failed", "reason": "stale record"})
+    status = get_job(job.name).cancel()
+    assert status.state is JobState.FAILED and status.reason == "stale record"  # never overwritten
+    survivors = [p for p in ranks if _alive(p)]
+    assert survivors == [], f"ranks survived cancel of a job recorded as failed: {survivors}"
+
+
+def test_recorded_rank_pids_point_at_the_ranks(tiny_job):
+    job = tiny_job(steps=1000, delay=0.1, grace=1.0)
+    ranks = _started_ranks(job, tiny_job.pid_dir)
+    recorded = _wait_for(lambda: len(job.backend._recorded_ranks(job.handle)) == 2
+                         and job.backend._recorded_ranks(job.handle), what="pid records")
+    assert sorted(p.pid for p in recorded) == sorted(ranks)  # the guard exec'd: same pid as the rank
+    job.cancel()
+
+
+# ---------------------------------------------------------------- item 13: one signal, then escalate
+def test_cancel_gives_a_slow_rank_time_to_write_its_cancelled_event(tiny_job):
+    job = tiny_job(steps=1000, delay=0.1, mode="slowstop", grace=6.0)
+    ranks = _started_ranks(job, tiny_job.pid_dir)
+    status = job.cancel()
+    assert status.state is JobState.CANCELLED
+    assert not any(_alive(p) for p in ranks)
+    job.wait(timeout=30)
+    lines = [ln for ln in job.logs()]
+    ends = {ln.rank: parse_line(ln.text).get("status") for ln in lines
+            if parse_line(ln.text) is not None and parse_line(ln.text).kind == "end"}
+    assert ends == {0: "cancelled", 1: "cancelled"}, [ln.text for ln in lines][-20:]
+    got = [ln.text for ln in lines if "got signal" in ln.text]
+    assert sorted(got) == ["rank 0 got signal 15", "rank 1 got signal 15"]  # one SIGTERM each
+
+
+# ---------------------------------------------------------------- item 14: full disk, log cap
+def test_a_log_the_disk_cannot_hold_still_ends_the_job_with_a_message(tiny_job):
+    job = tiny_job(steps=40, delay=0.02, mode="chatty", grace=1.0)
+    limit = 6000  # bytes: a few lines of job.log, then every write fails (EFBIG, as ENOSPC)
+    resource.prlimit(job.handle["pid"], resource.RLIMIT_FSIZE, (limit, limit))
+    status = job.wait(timeout=60)
+    assert status.state is JobState.SUCCEEDED, status
+    assert status.message and "job.log is incomplete" in status.message and "File too large" in status.message
+    assert job.metrics is not None  # the run itself was not harmed
+    assert Path(job.handle["log"]).stat().st_size <= limit
+    exit_info = json.loads((Path(job.run_dir) / "exit.json").read_text())
+    assert exit_info["returncode"] == 0 and exit_info["log_lines_dropped"] > 0
+
+
+def test_job_log_is_capped_but_keeps_events(tiny_job):
+    cap = 4000
+    job = tiny_job(steps=60, delay=0.01, mode="chatty", grace=1.0, backend_opts={"max_log_bytes": cap})
+    status = job.wait(timeout=60)
+    assert status.state is JobState.SUCCEEDED
+    assert "job.log was capped" in status.message
+    size = Path(job.handle["log"]).stat().st_size
+    assert size <= 2 * cap + 2000  # + the supervisor's own closing lines
+    texts = [ln.text for ln in job.logs()]
+    assert any("job.log reached 4000 bytes" in t for t in texts)
+    steps = [parse_line(t) for t in texts if parse_line(t) is not None]
+    plain_after_cap = texts[next(i for i, t in enumerate(texts) if "job.log reached" in t) + 1:]
+    assert not any(t.startswith("plain line") for t in plain_after_cap)
+    assert len(steps) > sum(1 for t in texts if t.startswith("plain line"))  # events kept longer
+
+
+@pytest.mark.parametrize("bad", [{"max_log_bytes": 0}, {"max_log_bytes": 1.5}, {"grace": -1},
+                                 {"grace": float("nan")}])
+def test_bad_backend_options_are_named(bad):
+    from lanenb.jobs.backends.local import LocalBackend
+
+    key, value = next(iter(bad.items()))
+    with pytest.raises(ValueError, match=rf"{key}={value!r}"):
+        LocalBackend(**bad)
