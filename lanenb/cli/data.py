@@ -64,9 +64,11 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from lanenb_trainer.data.culane import check_culane, is_culane_root
     from lanenb_trainer.data.labels import check_dataset
 
-    problems = check_dataset(args.dir, progress=not args.quiet and sys.stderr.isatty())
+    check = check_culane if is_culane_root(args.dir) else check_dataset  # CULane: list/*.txt + .lines.txt
+    problems = check(args.dir, progress=not args.quiet and sys.stderr.isatty())
     for p in problems:
         print(p)
     if problems:

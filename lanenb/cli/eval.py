@@ -24,8 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             '{"accuracy": a, "fp": f, "fn": n}.'
         ),
     )
+    p.add_argument("--format", choices=("tusimple", "culane"), default="tusimple",
+                   help="tusimple (default): PRED.json vs GT.json; culane: --pred is a folder of .lines.txt "
+                        "files, --gt the CULane root (official F1 at IoU 0.5, 30 px lanes)")
     p.add_argument("--pred", required=True, type=Path, metavar="PRED.json", help="predictions (JSON lines)")
     p.add_argument("--gt", required=True, type=Path, metavar="GT.json", help="ground truth, e.g. test_label.json")
+    p.add_argument("--list", default="list/test.txt", metavar="LIST.txt",
+                   help="culane: the frames to score, relative to --gt (default list/test.txt)")
     p.add_argument(
         "--per-frame",
         type=Path,
@@ -61,7 +66,26 @@ def format_summary(result: EvalResult, worst: int = 5) -> list[str]:
     return lines
 
 
+def run_culane(args: argparse.Namespace) -> int:
+    from lanenb_trainer.evaluation.culane_eval import evaluate_culane
+
+    try:
+        result = evaluate_culane(args.gt, args.pred, list_file=args.list)
+    except EvalError as exc:
+        print(f"lanenb eval: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"frames      {result.frames}")
+    print(f"F1          {result.f1 * 100:.2f} %  (precision {result.precision * 100:.2f} %, "
+          f"recall {result.recall * 100:.2f} %; TP {result.tp}, FP {result.fp}, FN {result.fn})")
+    for name, c in result.categories.items():
+        print(f"  {name:<16} F1 {c.f1 * 100:6.2f} %  (FP {c.fp}, {c.frames} frames)")
+    print(json.dumps(result.to_dict()))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.format == "culane":
+        return run_culane(args)
     if args.worst < 0:
         print(f"lanenb eval: error: --worst must be >= 0, got {args.worst}", file=sys.stderr)
         return 1
