@@ -40,7 +40,8 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                       help="mount a PVC in every rank (repeatable, runai --pvc)")),
     (("--image", "-i"), dict(metavar="IMAGE", help="container image (Kubernetes)")),
     (("-e", "--environment"), dict(dest="env", action="append", metavar="KEY=VALUE",
-                                   help="environment variable for every rank (repeatable, runai -e)")),
+                                   help="environment variable for every rank (repeatable, runai -e); "
+                                        "KEY=secret:SECRET/KEY reads a Kubernetes Secret")),
     (("--large-shm",), dict(action="store_true", default=None, help="large /dev/shm for loader workers")),
     (("--snapshot", "--enable-snapshot"), dict(dest="enable_snapshot", action="store_true", default=None,
                                                help="snapshot the data volume at the end (the first --pvc "
@@ -49,7 +50,7 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                                      help=argparse.SUPPRESS)),
     (("--pvc-name",), dict(metavar="NAME", help="PVC to snapshot with --snapshot")),
     (("--name",), dict(metavar="NAME", help="job name (RFC 1123; default lane-<time>-<random>)")),
-    (("--namespace",), dict(metavar="NS", help="Kubernetes namespace (default 'default')")),
+    (("--namespace",), dict(metavar="NS", help="Kubernetes namespace (default: the kubeconfig context's)")),
     (("--project", "-p"), dict(dest="k8s.runai_project", metavar="PROJECT",
                                help="RUN:AI project: namespace runai-PROJECT and the runai scheduler")),
     (("--context",), dict(dest="k8s.context", metavar="CTX", help="kubeconfig context")),
@@ -123,20 +124,9 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
     return fields
 
 
-# RUN:AI guide variable -> TrainSpec field: `-e BATCH_SIZE=33` works as in `runai submit-mpi`
-# when the flag itself is not given (TrainSpec passes every trainer value explicitly).
-RUNAI_ENV_FIELDS = {"BATCH_SIZE": "batch_size", "VAL_BATCH_SIZE": "val_batch_size", "USE_VAL": "use_val",
-                    "ENABLE_SNAPSHOT": "enable_snapshot", "PVC_NAME": "pvc_name"}
-
-
-def runai_fields(env: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
-    """``TrainSpec`` fields that RUN:AI-guide variables in ``env`` stand for: field -> (variable, value)."""
-    out: dict[str, tuple[str, Any]] = {name: (var, env[var]) for var, name in RUNAI_ENV_FIELDS.items()
-                                       if var in env and str(env[var]).strip() != ""}
-    if "USE_WORKERS" in env and str(env["USE_WORKERS"]).strip():
-        use = str(env["USE_WORKERS"]).strip().lower() in ("true", "1", "yes", "on")
-        out["num_workers"] = ("NUM_WORKERS", env.get("NUM_WORKERS", "2") if use else 0)
-    return out  # values are coerced and checked by TrainSpec
+# RUN:AI guide variables (-e BATCH_SIZE=33): defined beside TrainSpec, which honours them or
+# refuses a conflicting value; re-exported here for the flag layer.
+from .spec import RUNAI_ENV_FIELDS, runai_fields, runai_value  # noqa: E402
 
 
 def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
@@ -157,6 +147,12 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     from .spec import _env
 
     from_env: dict[str, str] = {}
+    for name, (var, value) in runai_fields(_env("env", data.get("env"))).items():
+        if name in given and runai_value(name, var, value) != (
+                runai_value(name, var, given[name]) if name != "num_workers" else given[name]):
+            flag = next((f[0] for f, kw in JOB_FLAGS if kw.get("dest", f[0].lstrip("-").replace("-", "_")) == name),
+                        name)
+            raise SpecError(name, given[name], f"{flag} {given[name]} conflicts with -e {var}={value}: give one of them")
     for name, (var, value) in runai_fields({**(env or {}), **_env("env", data.get("env"))}).items():
         if name not in data:
             data[name] = value

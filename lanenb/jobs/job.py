@@ -176,13 +176,22 @@ class Job:
         return state
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobStatus:
-        """Block until the job finishes; ``TimeoutError`` if it is still going after ``timeout`` s."""
+        """Block until the job finishes, or is suspended.
+
+        Returns:
+            The final status (succeeded, failed, cancelled, lost), or the SUSPENDED status: a
+            suspended job does nothing until someone calls ``resume()``, so waiting longer
+            would hang; check ``status.state`` before reading results.
+
+        Raises:
+            TimeoutError: still going after ``timeout`` seconds.
+        """
         if timeout is not None and timeout < 0:
             raise ValueError(f"timeout={timeout!r}: must be >= 0 seconds or None")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             status = self.status()
-            if status.state.finished:
+            if status.state.finished or status.state == JobState.SUSPENDED:
                 return status
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(
@@ -224,6 +233,23 @@ class Job:
 
     def suspend(self) -> None:
         self.backend.suspend(self.spec, self._record.handle)
+
+    def resume(self, from_checkpoint: bool = True) -> None:
+        """Run a suspended job again.
+
+        Args:
+            from_checkpoint: continue from ``<run_dir>/checkpoints/last.pt`` (the trainer's
+                ``--resume``); False starts over from step 0 in the same run directory
+                (needed when the job was suspended before its first checkpoint).
+
+        Raises:
+            NotImplementedError: the backend cannot suspend/resume (local jobs).
+            KubernetesError: the job is gone or not suspended.
+        """
+        resume = getattr(self.backend, "resume", None)
+        if resume is None:
+            raise NotImplementedError(f"the {self.backend_name} backend cannot resume jobs")
+        resume(self.spec, self._record.handle, from_checkpoint=from_checkpoint)
 
     def describe(self) -> dict[str, Any]:
         self._refresh()

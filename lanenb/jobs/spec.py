@@ -22,13 +22,39 @@ __all__ = ["SpecError", "VolumeMount", "KubernetesOptions", "TrainSpec", "genera
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 CLEAN_POD_POLICIES = ("Running", "All", "None")
 
-# shared with the Kubernetes backend's name checks (kubernetes/names.py)
-RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-RFC1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# one name rule set for the spec and the Kubernetes backend (kube_rules.name_problem)
+from .kube_rules import RFC1123_LABEL, RFC1123_SUBDOMAIN, name_problem, parse_secret_ref, toleration_problem  # noqa: E402,F401
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Kubernetes resource.Quantity: a decimal number, then a binary/decimal SI suffix or an exponent.
 _QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][-+]?\d+)?$")
 _RESOURCE_NAME = re.compile(r"^rdma/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+# RUN:AI guide variable -> TrainSpec field (the trainer's ENV_DEFAULTS): `-e BATCH_SIZE=33`
+# works as in `runai submit-mpi`. USE_WORKERS/NUM_WORKERS together stand for num_workers.
+RUNAI_ENV_FIELDS = {"BATCH_SIZE": "batch_size", "VAL_BATCH_SIZE": "val_batch_size", "USE_VAL": "use_val",
+                    "ENABLE_SNAPSHOT": "enable_snapshot", "PVC_NAME": "pvc_name"}
+
+
+def runai_fields(env: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
+    """``TrainSpec`` fields that RUN:AI-guide variables in ``env`` stand for: field -> (variable, raw value)."""
+    out: dict[str, tuple[str, Any]] = {name: (var, env[var]) for var, name in RUNAI_ENV_FIELDS.items()
+                                       if var in env and str(env[var]).strip() != ""}
+    if "USE_WORKERS" in env and str(env["USE_WORKERS"]).strip():
+        use = str(env["USE_WORKERS"]).strip().lower() in ("true", "1", "yes", "on")
+        out["num_workers"] = ("NUM_WORKERS" if use and "NUM_WORKERS" in env else "USE_WORKERS",
+                              env.get("NUM_WORKERS", "2") if use else 0)
+    return out
+
+
+def runai_value(name: str, var: str, raw: Any) -> Any:
+    """A RUN:AI variable's value coerced to its field's type (``SpecError`` names the variable)."""
+    what = f"environment variable {var}"
+    if name in ("use_val", "enable_snapshot"):
+        return _bool(what, raw)
+    if name == "pvc_name":
+        return check_rfc1123_subdomain(what, raw)
+    return _int(what, raw, 0 if name == "num_workers" else 1)
 
 
 class SpecError(UserError, ValueError):
@@ -46,22 +72,16 @@ def generate_job_name() -> str:
 
 # --------------------------------------------------------------------------- helpers
 def check_rfc1123_label(field_name: str, value: Any, max_len: int = 63) -> str:
-    if not isinstance(value, str) or not value:
-        raise SpecError(field_name, value, "must be a non-empty string")
-    if len(value) > max_len:
-        raise SpecError(field_name, value, f"is {len(value)} characters; the limit is {max_len}")
-    if not RFC1123_LABEL.match(value):
-        raise SpecError(field_name, value, "must be an RFC 1123 label: lowercase letters, digits and '-', "
-                        "starting and ending with a letter or digit")
+    problem = name_problem(value, "label", max_len)
+    if problem:
+        raise SpecError(field_name, value, problem)
     return value
 
 
 def check_rfc1123_subdomain(field_name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise SpecError(field_name, value, "must be a non-empty string")
-    if len(value) > 253 or not RFC1123_SUBDOMAIN.match(value):
-        raise SpecError(field_name, value, "must be an RFC 1123 name: lowercase letters, digits, '-' and '.', "
-                        "starting and ending with a letter or digit, at most 253 characters")
+    problem = name_problem(value, "subdomain")
+    if problem:
+        raise SpecError(field_name, value, problem)
     return value
 
 
@@ -222,11 +242,9 @@ class KubernetesOptions:
         if not isinstance(self.tolerations, (list, tuple)) or not all(isinstance(t, Mapping) for t in self.tolerations):
             raise SpecError(p + "tolerations", self.tolerations, "must be a list of toleration dicts")
         for tol in self.tolerations:
-            op = tol.get("operator", "Equal")
-            if op not in ("Equal", "Exists"):
-                raise SpecError(p + "tolerations", dict(tol), "operator must be Equal or Exists")
-            if tol.get("effect") not in (None, "", "NoSchedule", "PreferNoSchedule", "NoExecute"):
-                raise SpecError(p + "tolerations", dict(tol), "effect must be NoSchedule, PreferNoSchedule or NoExecute")
+            problem = toleration_problem(tol)  # the apiserver's rules, before the pod is refused
+            if problem:
+                raise SpecError(p + "tolerations", dict(tol), problem)
         self.tolerations = [dict(t) for t in self.tolerations]
         self.slots_per_worker = _int(p + "slots_per_worker", self.slots_per_worker, 1)  # type: ignore[assignment]
         _choice(p + "clean_pod_policy", self.clean_pod_policy, CLEAN_POD_POLICIES)
@@ -288,7 +306,7 @@ class TrainSpec:
     pvc_name: str | None = None
     name: str | None = None
     backend: str = "local"
-    namespace: str = "default"
+    namespace: str | None = None  # Kubernetes: None = the kubeconfig context's (or the pod's) namespace
     run_dir: str | None = None
     extra_args: list[str] = field(default_factory=list)
     max_steps: int | None = None
@@ -348,6 +366,38 @@ class TrainSpec:
         def setter(name: str, coerce: Any) -> Any:
             return lambda: setattr(self, name, coerce(name, getattr(self, name)))
 
+        def runai_env() -> None:
+            # RUN:AI-guide variables in env (-e BATCH_SIZE=33) are honoured, never silently
+            # overridden by the explicit trainer flags: a field still at its default takes the
+            # variable's value; a field set to something else is a conflict.
+            if not isinstance(self.env, dict):
+                return
+            defaults = {f.name: f.default for f in dataclasses.fields(self)}
+            for name, (var, raw) in runai_fields(self.env).items():
+                value = runai_value(name, var, raw)
+                current = getattr(self, name)
+                if name == "use_val":
+                    current = _bool("use_val", current)
+                if current == value:
+                    continue
+                if current == defaults[name]:
+                    setattr(self, name, value)
+                    continue
+                raise SpecError(name, current, f"conflicts with the environment variable {var}={raw!r} in env: "
+                                f"set one of them (or both to the same value)")
+
+        def secret_refs() -> None:
+            if not isinstance(self.env, dict):
+                return
+            for key, value in self.env.items():
+                try:
+                    ref = parse_secret_ref(value)
+                except ValueError as exc:
+                    raise SpecError("env", f"{key}={value}", str(exc)) from None
+                if ref and self.backend != "kubernetes":
+                    raise SpecError("env", f"{key}={value}", "secret:NAME/KEY reads a Kubernetes Secret: it needs "
+                                    "backend='kubernetes' (locally, export the variable in the shell instead)")
+
         def snapshot() -> None:
             if self.pvc_name is not None:
                 check_rfc1123_subdomain("pvc_name", self.pvc_name)
@@ -394,8 +444,9 @@ class TrainSpec:
             image,
             lambda: _choice("image_pull_policy", self.image_pull_policy, PULL_POLICIES),
             volumes, setter("env", _env), setter("large_shm", _bool), setter("cpu", _quantity),
-            setter("memory", _quantity), setter("enable_snapshot", _bool), snapshot, name, backend,
-            lambda: check_rfc1123_label("namespace", self.namespace), run_dir, extra_args,
+            setter("memory", _quantity), setter("enable_snapshot", _bool), runai_env, snapshot, name, backend,
+            secret_refs,
+            lambda: self.namespace is None or check_rfc1123_label("namespace", self.namespace), run_dir, extra_args,
             setter("use_val", _bool), k8s, local_gpus,
         ]
 

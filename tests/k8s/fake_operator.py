@@ -1,28 +1,45 @@
-"""A test-only MPI Operator + scheduler + kubelet living inside the emulator's event loop.
+"""A test-only MPI Operator + Job controller + scheduler + kubelet inside the emulator's event loop.
 
-When an MPIJob is created it does what the real pieces do, in miniature: the operator
-creates worker pods and (once workers run) a launcher pod with the operator's labels and a
-random suffix; the scheduler places pods on fake GPU nodes (or leaves them Unschedulable),
-checks PVCs and "pulls" images; the kubelet really runs the launcher's command locally,
-turns its output into the launcher pod's log and the exit code into pod/MPIJob status.
-Suspend and delete kill the process.
+It follows the real pieces' rules (MPI Operator v0.8.2 ``mpi_job_controller.go``/``validation.go``,
+the batch Job controller, the kubelet), in miniature:
+
+- the operator defaults the launcher replica's ``restartPolicy`` to ``OnFailure`` (workers:
+  ``Never``), overwrites a pod template's own ``restartPolicy`` with it (Warning event
+  ``SetPodTemplateRestartPolicy``), and refuses a job whose ``<name>-worker-<N-1>`` or
+  ``<name>-launcher`` is not a DNS-1035 label (Warning event ``ValidationError``, no pods, no
+  status ever);
+- it creates worker pods, then (once they run) the launcher Job ``<name>-launcher`` with the
+  replica's template and ``runPolicy.backoffLimit``; the Job controller makes the launcher pod
+  (random suffix). Pod creation can be refused (``refuse_pods``: quota, Pod Security), which
+  is a ``FailedCreate`` Warning event on the Job and no pod;
+- the kubelet really runs the launcher's command locally and turns its output into the pod's
+  log. With ``OnFailure`` a failed container restarts in place (training reruns from step 0)
+  and once restarts exceed the backoff limit the Job controller deletes the pod, log and all;
+  with ``Never`` a failed pod stays and a new one is made while the limit allows;
+- suspending deletes the pods and suspends the launcher Job; resuming starts a pod from the
+  launcher Job's *stored* template (or a new Job from the MPIJob's if it was deleted);
+- deletions go through the emulator's garbage collector: pods on a node stay (with a
+  ``deletionTimestamp``) until this kubelet has killed their process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import os
+import re
 import signal
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kube_emulator import MPIJOBS, NODES, PODS, PVCS, KubeEmulator, now_rfc3339
+from kube_emulator import JOBS, MPIJOBS, NODES, PODS, PVCS, KubeEmulator, now_rfc3339
 
 JOB_NAME = "training.kubeflow.org/job-name"
 JOB_ROLE = "training.kubeflow.org/job-role"
 REPLICA_INDEX = "training.kubeflow.org/replica-index"
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def local_argv(argv: list[str]) -> list[str]:
@@ -36,6 +53,24 @@ def local_argv(argv: list[str]) -> list[str]:
     return out
 
 
+def operator_validation_errors(job: dict) -> list[str]:
+    """``validateMPIJobName`` + the replica checks of ``validateMPIJobSpec`` (after defaulting)."""
+    errs = []
+    replicas = job["spec"].get("mpiReplicaSpecs") or {}
+    workers = max(int((replicas.get("Worker") or {}).get("replicas") or 1), 1)
+    name = job["metadata"]["name"]
+    for host in (f"{name}-worker-{workers - 1}", f"{name}-launcher"):
+        if len(host) > 63 or not _DNS1035.match(host):
+            errs.append(f"metadata.name: Invalid value: {name!r}: will not able to create pod and service with "
+                        f"invalid DNS label {host!r}")
+    for role, spec in replicas.items():
+        if spec.get("restartPolicy") not in ("Never", "OnFailure"):
+            errs.append(f"spec.mpiReplicaSpecs[{role}].restartPolicy: Unsupported value: {spec.get('restartPolicy')!r}")
+    if (replicas.get("Launcher") or {}).get("replicas", 1) != 1:
+        errs.append("spec.mpiReplicaSpecs[Launcher].replicas: Invalid value: must be 1")
+    return errs
+
+
 @dataclass
 class FakeCluster:
     emulator: KubeEmulator
@@ -45,7 +80,10 @@ class FakeCluster:
     rewrite_argv: Callable[[list[str]], list[str]] = local_argv
     extra_env: dict[str, str] = field(default_factory=dict)
     workdir: str | None = None
-    processes: dict[tuple[str, str], asyncio.subprocess.Process] = field(default_factory=dict)
+    # pod body -> why the apiserver refuses to create it (quota, Pod Security), or None
+    refuse_pods: Callable[[dict], str | None] | None = None
+    processes: dict[tuple[str, str], asyncio.subprocess.Process] = field(default_factory=dict)  # by MPIJob
+    pod_processes: dict[tuple[str, str], asyncio.subprocess.Process] = field(default_factory=dict)  # by pod
     launched: list[list[str]] = field(default_factory=list)  # argv actually run, for assertions
     tasks: set[asyncio.Task] = field(default_factory=set)
 
@@ -65,6 +103,7 @@ class FakeCluster:
                     "kubernetes.io/hostname": f"gpu-node-{i}"}}, "status": {
                     "capacity": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": str(self.gpus_per_node)},
                     "allocatable": {"cpu": "8", "memory": "62Gi", "nvidia.com/gpu": str(self.gpus_per_node)}}})
+        self.emulator.graceful_pods = True  # this kubelet confirms pod deletions
         self.emulator.hooks.append(self.on_event)
         return self
 
@@ -93,24 +132,43 @@ class FakeCluster:
         if obj is not None:
             self.emulator.replace(PODS, ns, pod, {**obj, "status": status}, status_only=True)
 
-    def _make_pod(self, job: dict, role: str, index: int | None) -> dict:
-        meta = job["metadata"]
-        replica = job["spec"]["mpiReplicaSpecs"]["Launcher" if role == "launcher" else "Worker"]
-        template = replica["template"]
-        labels = {**(template.get("metadata") or {}).get("labels", {}), JOB_NAME: meta["name"], JOB_ROLE: role}
-        pod_meta: dict[str, Any] = {
-            "labels": labels,
-            "ownerReferences": [{"apiVersion": job["apiVersion"], "kind": "MPIJob", "name": meta["name"],
-                                 "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}],
-        }
-        if role == "launcher":
-            pod_meta["generateName"] = f"{meta['name']}-launcher-"
-        else:
-            pod_meta["name"] = f"{meta['name']}-worker-{index}"
-            labels[REPLICA_INDEX] = str(index)
-        pod = self.emulator.create(PODS, meta["namespace"], {"metadata": pod_meta, "spec": template["spec"]})
-        self._pod_status(meta["namespace"], pod["metadata"]["name"], {"phase": "Pending"})
+    def _event(self, ns: str, obj: dict | None, reason: str, message: str, component: str = "mpi-job-controller"
+               ) -> None:
+        if obj is not None:
+            self.emulator.record_event(ns, obj, reason, message, component=component)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _create_pod(self, ns: str, body: dict, owner: dict) -> dict | None:
+        """Create a pod, unless the apiserver refuses it (then a FailedCreate-style event, None)."""
+        why = self.refuse_pods(body) if self.refuse_pods else None
+        if why:
+            if owner.get("kind") == "Job":
+                self._event(ns, owner, "FailedCreate", f"Error creating: {why}", component="job-controller")
+            else:
+                self._event(ns, owner, "MPIJobFailed", f"worker pod created failed: {why}")
+            return None
+        pod = self.emulator.create(PODS, ns, body)
+        self._pod_status(ns, pod["metadata"]["name"], {"phase": "Pending"})
         return pod
+
+    @staticmethod
+    def _owner_ref(obj: dict) -> dict:
+        return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
+                "uid": obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+
+    def _worker_body(self, job: dict, index: int) -> dict:
+        meta = job["metadata"]
+        template = copy.deepcopy(job["spec"]["mpiReplicaSpecs"]["Worker"]["template"])
+        labels = {**(template.get("metadata") or {}).get("labels", {}), JOB_NAME: meta["name"], JOB_ROLE: "worker",
+                  REPLICA_INDEX: str(index)}
+        spec = template["spec"]
+        spec["restartPolicy"] = job["spec"]["mpiReplicaSpecs"]["Worker"]["restartPolicy"]
+        return {"metadata": {"name": f"{meta['name']}-worker-{index}", "labels": labels,
+                             "ownerReferences": [self._owner_ref(job)]}, "spec": spec}
 
     def _schedule(self, ns: str, pod: dict, free_gpus: list[int]) -> str | None:
         """Place the pod or return why it cannot run (sets the pod's status either way)."""
@@ -151,94 +209,205 @@ class FakeCluster:
 
     # ------------------------------------------------------------------ reactions
     async def on_event(self, kind: str, res: tuple, obj: dict) -> None:
+        meta = obj["metadata"]
+        if res == PODS:
+            if kind == "MODIFIED" and meta.get("deletionTimestamp"):  # the kubelet stops the containers
+                proc = self.pod_processes.pop((meta["namespace"], meta["name"]), None)
+                if proc is not None and proc.returncode is None:
+                    _killpg(proc)
+                    await proc.wait()
+                self.emulator.finish_pod_deletion(meta["namespace"], meta["name"])
+            return
         if res != MPIJOBS:
             return
-        meta = obj["metadata"]
         key = (meta["namespace"], meta["name"])
         if kind == "ADDED":
-            task = asyncio.get_running_loop().create_task(self.run_job(obj))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self._spawn(self.run_job(obj))
         elif kind == "DELETED":
             self._kill(key)
-        elif kind == "MODIFIED" and (obj["spec"].get("runPolicy") or {}).get("suspend"):
+        elif kind == "MODIFIED" and not meta.get("deletionTimestamp"):
+            suspend = bool((obj["spec"].get("runPolicy") or {}).get("suspend"))
             conds = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
-            if conds.get("Suspended") != "True":
-                self._kill(key)
-                for pod in self.emulator.list(PODS, meta["namespace"], f"{JOB_NAME}={meta['name']}"):
-                    self.emulator.delete(PODS, meta["namespace"], pod["metadata"]["name"])
-                self._set_condition(*key, "Running", "False", "MPIJobSuspended", "MPIJob suspended")
-                self._set_condition(*key, "Suspended", "True", "MPIJobSuspended",
-                                    f"MPIJob {key[0]}/{key[1]} is suspended.")
+            if suspend and conds.get("Suspended") != "True":
+                self._suspend(obj)
+            elif not suspend and conds.get("Suspended") == "True":
+                self._set_condition(*key, "Suspended", "False", "MPIJobResumed", "MPIJob resumed")
+                self._spawn(self.start(*key))
+
+    def _suspend(self, job: dict) -> None:
+        ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        self._kill((ns, name))
+        launcher_job = self.emulator.get(JOBS, ns, f"{name}-launcher")
+        if launcher_job is not None:
+            self.emulator.patch(JOBS, ns, f"{name}-launcher", {"spec": {"suspend": True}})
+        for pod in self.emulator.list(PODS, ns, f"{JOB_NAME}={name}"):
+            self.emulator.delete(PODS, ns, pod["metadata"]["name"])
+        self._set_condition(ns, name, "Running", "False", "MPIJobSuspended", "MPIJob suspended")
+        self._set_condition(ns, name, "Suspended", "True", "MPIJobSuspended", f"MPIJob {ns}/{name} is suspended.")
 
     def _kill(self, key: tuple[str, str]) -> None:
         proc = self.processes.pop(key, None)
         if proc is not None and proc.returncode is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _killpg(proc)
+
+    def _gone(self, ns: str, name: str) -> bool:
+        """Deleted, being deleted or suspended: the operator stops working on it."""
+        current = self.emulator.get(MPIJOBS, ns, name)
+        return (current is None or bool(current["metadata"].get("deletionTimestamp"))
+                or bool((current["spec"].get("runPolicy") or {}).get("suspend")))
 
     async def run_job(self, job: dict) -> None:
         ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
         await asyncio.sleep(0)
+        replicas = job["spec"].get("mpiReplicaSpecs") or {}
+        replicas.get("Launcher", {}).setdefault("restartPolicy", "OnFailure")  # the operator's defaults
+        replicas.get("Worker", {}).setdefault("restartPolicy", "Never")
+        errors = operator_validation_errors(job)
+        if errors:  # recorded, not requeued: the job never gets a status or a pod
+            self._event(ns, job, "ValidationError", "Found validation errors: " + ", ".join(errors))
+            return
+        if (replicas.get("Launcher", {}).get("template", {}).get("spec") or {}).get("restartPolicy"):
+            self._event(ns, job, "SetPodTemplateRestartPolicy",
+                        "Restart policy in pod template overridden by restart policy in replica spec")
         self._set_condition(ns, name, "Created", "True", "MPIJobCreated", f"MPIJob {ns}/{name} is created.")
-        workers = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+        await self.start(ns, name, defaulted=job)
+
+    async def start(self, ns: str, name: str, defaulted: dict | None = None) -> None:
+        """Workers, then the launcher Job (existing: its stored template; else from the MPIJob)."""
+        current = self.emulator.get(MPIJOBS, ns, name)
+        if current is None or self._gone(ns, name):
+            return
+        job = copy.deepcopy(defaulted) if defaulted is not None else current
+        job["metadata"] = current["metadata"]
+        replicas = job["spec"]["mpiReplicaSpecs"]
+        replicas["Launcher"].setdefault("restartPolicy", "OnFailure")
+        replicas.get("Worker", {}).setdefault("restartPolicy", "Never")
         free = [self.gpus_per_node] * self.nodes
         blocked = False
-        for i in range(workers):
-            pod = self._make_pod(job, "worker", i)
+        for i in range(replicas["Worker"]["replicas"]):
+            pod = self.emulator.get(PODS, ns, f"{name}-worker-{i}") or self._create_pod(ns, self._worker_body(job, i), job)
+            if pod is None:
+                return  # refused: the event says why; the operator would retry later
             if self._schedule(ns, pod, free) is not None:
                 blocked = True
         if blocked:
             return  # WaitForWorkersReady: no launcher until every worker runs
-        launcher = self._make_pod(job, "launcher", None)
-        lname = launcher["metadata"]["name"]
-        if self._schedule(ns, launcher, [math.inf] * self.nodes) is not None:  # type: ignore[list-item]
-            return
-        self._set_condition(ns, name, "Running", "True", "MPIJobRunning", f"MPIJob {ns}/{name} is running.",
-                            startTime=now_rfc3339())
-        container = launcher["spec"]["containers"][0]
+        launcher_job = self.emulator.get(JOBS, ns, f"{name}-launcher")
+        if launcher_job is None:
+            template = copy.deepcopy(replicas["Launcher"]["template"])
+            template["spec"]["restartPolicy"] = replicas["Launcher"]["restartPolicy"]  # replica's wins
+            launcher_job = self.emulator.create(JOBS, ns, {
+                "metadata": {"name": f"{name}-launcher", "ownerReferences": [self._owner_ref(current)]},
+                "spec": {"backoffLimit": (job["spec"].get("runPolicy") or {}).get("backoffLimit", 6),
+                         "template": template}})
+        else:
+            launcher_job = self.emulator.patch(JOBS, ns, f"{name}-launcher", {"spec": {"suspend": False}})
+        await self.run_launcher(ns, name, launcher_job)
+
+    async def _exec(self, ns: str, name: str, pod_name: str, container: dict) -> int:
         argv = self.rewrite_argv(list(container.get("command") or []) + list(container.get("args") or []))
         self.launched.append(argv)
-        env = {**os.environ, **{e["name"]: e.get("value", "") for e in container.get("env") or []},
+        env = {**os.environ, **{e["name"]: e["value"] for e in container.get("env") or [] if "value" in e},
                "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                "OMPI_MCA_rmaps_base_oversubscribe": "1", **self.extra_env}
-        log = self.emulator.pod_log(ns, lname, container["name"])
+        log = self.emulator.pod_log(ns, pod_name, container["name"])
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
                 cwd=self.workdir, start_new_session=True)
         except OSError as exc:
             log.append(f"exec failed: {exc}")
-            rc = 127
-        else:
-            self.processes[(ns, name)] = proc
-            assert proc.stdout is not None
-            async for raw in proc.stdout:
-                log.append(raw.decode(errors="replace").rstrip("\n"))
-            rc = await proc.wait()
-            self.processes.pop((ns, name), None)
-        log.close()
-        current = self.emulator.get(MPIJOBS, ns, name)
-        if current is None or (current["spec"].get("runPolicy") or {}).get("suspend"):
-            return  # deleted or suspended while running
-        if rc in (-signal.SIGKILL, 137):
-            reason = "OOMKilled"
-        else:
-            reason = "Completed" if rc == 0 else "Error"
-        exit_code = 137 if rc < 0 else rc
-        self._pod_status(ns, lname, {"phase": "Succeeded" if rc == 0 else "Failed", "containerStatuses": [{
-            "name": container["name"], "image": container["image"], "imageID": "", "ready": False, "restartCount": 0,
-            "state": {"terminated": {"exitCode": exit_code, "reason": reason, "finishedAt": now_rfc3339()}}}]})
-        policy = (job["spec"].get("runPolicy") or {}).get("cleanPodPolicy", "Running")
+            return 127
+        self.processes[(ns, name)] = proc
+        self.pod_processes[(ns, pod_name)] = proc
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            log.append(raw.decode(errors="replace").rstrip("\n"))
+        rc = await proc.wait()
+        self.processes.pop((ns, name), None)
+        self.pod_processes.pop((ns, pod_name), None)
+        return rc
+
+    async def run_launcher(self, ns: str, name: str, launcher_job: dict) -> None:
+        """The Job controller and the kubelet for the launcher Job, until it succeeds or fails."""
+        template = launcher_job["spec"]["template"]
+        restart = template["spec"].get("restartPolicy", "Never")
+        backoff = int(launcher_job["spec"].get("backoffLimit") or 0)
+        labels = {**(template.get("metadata") or {}).get("labels", {}), JOB_NAME: name, JOB_ROLE: "launcher"}
+        failures = 0
+        while True:
+            pod = self._create_pod(ns, {"metadata": {"generateName": f"{name}-launcher-", "labels": labels,
+                                                     "ownerReferences": [self._owner_ref(launcher_job)]},
+                                        "spec": copy.deepcopy(template["spec"])}, launcher_job)
+            if pod is None:
+                return
+            lname = pod["metadata"]["name"]
+            if self._schedule(ns, pod, [math.inf] * self.nodes) is not None:  # type: ignore[list-item]
+                return
+            self._set_condition(ns, name, "Running", "True", "MPIJobRunning", f"MPIJob {ns}/{name} is running.",
+                                startTime=now_rfc3339())
+            container = pod["spec"]["containers"][0]
+            rc = await self._exec(ns, name, lname, container)
+            restarts = 0
+            while rc != 0 and restart == "OnFailure" and not self._gone(ns, name):
+                failures += 1
+                restarts += 1  # the kubelet restarts the container in place: training from step 0 again
+                self._pod_status(ns, lname, {"phase": "Running", "containerStatuses": [{
+                    "name": container["name"], "image": container["image"], "ready": True, "restartCount": restarts,
+                    "state": {"running": {"startedAt": now_rfc3339()}},
+                    "lastState": {"terminated": {"exitCode": rc, "reason": "Error"}}}]})
+                if failures > backoff:  # the Job controller notices: it deletes the pod, log and all
+                    log = self.emulator.pod_log(ns, lname, container["name"])
+                    before = len(log.lines)
+                    rerun = asyncio.get_running_loop().create_task(self._exec(ns, name, lname, container))
+                    for _ in range(200):  # until the rerun has started writing (or ended)
+                        if len(log.lines) > before or rerun.done():
+                            break
+                        await asyncio.sleep(0.05)
+                    self.emulator.delete(PODS, ns, lname)
+                    await rerun
+                    self._fail(ns, name, launcher_job, "BackoffLimitExceeded", "Job has reached the specified "
+                               "backoff limit")
+                    return
+                rc = await self._exec(ns, name, lname, container)
+            self.emulator.pod_log(ns, lname, container["name"]).close()
+            if self._gone(ns, name):
+                return  # deleted or suspended while running
+            reason = "OOMKilled" if rc in (-signal.SIGKILL, 137) else ("Completed" if rc == 0 else "Error")
+            exit_code = 137 if rc < 0 else rc
+            self._pod_status(ns, lname, {"phase": "Succeeded" if rc == 0 else "Failed", "containerStatuses": [{
+                "name": container["name"], "image": container["image"], "imageID": "", "ready": False,
+                "restartCount": restarts,
+                "state": {"terminated": {"exitCode": exit_code, "reason": reason, "finishedAt": now_rfc3339()}}}]})
+            if rc == 0:
+                self._finish(ns, name, ("Succeeded", "MPIJobSucceeded", f"MPIJob {ns}/{name} successfully completed."))
+                return
+            failures += 1
+            if failures > backoff:
+                self._fail(ns, name, launcher_job, "BackoffLimitExceeded" if backoff else "MPIJobFailed",
+                           f"MPIJob {ns}/{name} has failed: launcher {reason} (exit code {exit_code})")
+                return
+            # Never + backoff left: the Job controller makes a new pod; the failed one stays
+
+    def _fail(self, ns: str, name: str, launcher_job: dict, reason: str, message: str) -> None:
+        self._event(ns, self.emulator.get(MPIJOBS, ns, name), reason, message)
+        self._finish(ns, name, ("Failed", reason, message))
+
+    def _finish(self, ns: str, name: str, final: tuple[str, str, str]) -> None:
+        job = self.emulator.get(MPIJOBS, ns, name)
+        if job is None:
+            return
+        policy = (job["spec"].get("runPolicy") or {}).get("cleanPodPolicy", "None")
         if policy in ("Running", "All"):
             for pod in self.emulator.list(PODS, ns, f"{JOB_NAME}={name},{JOB_ROLE}=worker"):
                 self.emulator.delete(PODS, ns, pod["metadata"]["name"])
         # One status update, as the operator's reconcile loop does: Running off, Succeeded/Failed on.
-        if rc == 0:
-            final = ("Succeeded", "MPIJobSucceeded", f"MPIJob {ns}/{name} successfully completed.")
-        else:
-            final = ("Failed", "MPIJobFailed", f"MPIJob {ns}/{name} has failed: launcher {reason} (exit code {exit_code})")
         self._set_conditions(ns, name, [("Running", "False", "MPIJobRunning", "launcher finished"),
                                         (final[0], "True", final[1], final[2])], completionTime=now_rfc3339())
+
+
+def _killpg(proc: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

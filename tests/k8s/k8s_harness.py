@@ -12,7 +12,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kube_emulator import MPIJOBS, NODES, PODS, PVCS, SNAPSHOTS, EmulatorThread, KubeEmulator  # noqa: E402
+from kube_emulator import (  # noqa: E402
+    EVENTS, JOBS, MPIJOBS, NODES, PODS, PVCS, SNAPSHOTS, EmulatorThread, KubeEmulator,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,9 +36,17 @@ def crd_schema(filename: str) -> dict:
 
 def start_emulator(*, operator_installed: bool = True) -> EmulatorThread:
     emu = KubeEmulator()
-    for res in (PODS, PVCS, SNAPSHOTS, NODES) + ((MPIJOBS,) if operator_installed else ()):
+    for res in (PODS, PVCS, SNAPSHOTS, NODES, EVENTS, JOBS) + ((MPIJOBS,) if operator_installed else ()):
         emu.install(res)
     return EmulatorThread(emu)
+
+
+def add_pvc(thread: EmulatorThread, name: str = "data", namespace: str = "default") -> dict:
+    """A bound PVC the fake scheduler finds (the jobs mount their data and run dir from it)."""
+    return thread.call(thread.emulator.create, PVCS, namespace, {
+        "metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteMany"],
+                                            "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Bound"}})
 
 
 def warm_up(backend) -> None:
@@ -46,5 +56,5 @@ def warm_up(backend) -> None:
     from lanenb.jobs.spec import TrainSpec
 
     pod_dicts(backend.clients(), "default", "warm-up")
-    spec = TrainSpec(dataset="/d", backend="kubernetes", image="img:1", name="warm-up")
+    spec = TrainSpec(dataset="/d", backend="kubernetes", image="img:1", name="warm-up", namespace="default")
     backend.status(spec, {"name": "warm-up", "namespace": "default"})

@@ -43,6 +43,7 @@ EVENTS: ResKey = ("", "v1", "events")
 MPIJOBS: ResKey = ("kubeflow.org", "v2beta1", "mpijobs")
 SNAPSHOTS: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshots")
 NODES: ResKey = ("", "v1", "nodes")
+JOBS: ResKey = ("batch", "v1", "jobs")
 SNAPSHOT_CLASSES: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses")
 STORAGE_CLASSES: ResKey = ("storage.k8s.io", "v1", "storageclasses")
 
@@ -53,6 +54,7 @@ KINDS = {
     ("", "v1", "namespaces"): "Namespace",
     ("", "v1", "nodes"): "Node",
     MPIJOBS: "MPIJob",
+    JOBS: "Job",
     SNAPSHOTS: "VolumeSnapshot",
     SNAPSHOT_CLASSES: "VolumeSnapshotClass",
     STORAGE_CLASSES: "StorageClass",
@@ -191,6 +193,7 @@ class Fault:
     times: int = 1
     drop_after_lines: int | None = None  # for streams: cut the TCP connection after N lines
     message: str = "injected fault"
+    delay: float = 0.0  # seconds to stall before answering (a black-holed apiserver); status 0 = then serve
 
 
 @attrs.define(kw_only=True)
@@ -208,6 +211,9 @@ class KubeEmulator(kmock.KubernetesScaffold):
     # Stock kmock's watch: every watch starts by replaying all objects as ADDED, whatever the
     # resourceVersion. Off by default; on, it checks that clients drop what they already saw.
     replay_all_on_watch: bool = False
+    # Pods on a node are removed only once their kubelet confirms (``finish_pod_deletion``), as
+    # the apiserver keeps them with a deletionTimestamp during the grace period. Off: at once.
+    graceful_pods: bool = False
     _changed: asyncio.Event | None = attrs.field(default=None)
     _flock: threading.Lock = attrs.field(factory=threading.Lock)
 
@@ -288,17 +294,81 @@ class KubeEmulator(kmock.KubernetesScaffold):
         new = json_patch(old, patch) if isinstance(patch, list) else merge_patch(old, patch)
         return self.replace(res, namespace, name, new, status_only=status_only)
 
-    def delete(self, res: ResKey, namespace: str | None, name: str) -> dict:
+    def delete(self, res: ResKey, namespace: str | None, name: str, policy: str = "Background") -> dict:
+        """Delete as the apiserver and its garbage collector do. An object with finalizers, a
+        Foreground deletion with dependents, or (``graceful_pods``) a pod on a node is only marked
+        (``deletionTimestamp``, MODIFIED) and removed once nothing holds it any more; Background
+        removes it at once and then its dependents (``ownerReferences``)."""
+        obj = self.store[res][(namespace, name)]
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            return copy.deepcopy(obj)
+        foreground = policy == "Foreground" and bool(self._dependents(meta["uid"]))
+        if foreground or meta.get("finalizers") or self._kubelet_holds(res, obj):
+            meta["deletionTimestamp"] = now_rfc3339()
+            meta["deletionGracePeriodSeconds"] = 30 if res == PODS else 0
+            if foreground:
+                meta["finalizers"] = [*meta.get("finalizers", []), "foregroundDeletion"]
+            meta["resourceVersion"] = self._bump()
+            self._notify("MODIFIED", res, obj)
+            if foreground:
+                for dep_res, ns, dep_name in self._dependents(meta["uid"]):
+                    if (ns, dep_name) in self.store[dep_res]:
+                        self.delete(dep_res, ns, dep_name, "Foreground")  # the whole tree, bottom up
+            self._collect(res, namespace, name)
+            return copy.deepcopy(self.store[res].get((namespace, name), obj))
+        return self._remove(res, namespace, name)
+
+    def _kubelet_holds(self, res: ResKey, obj: dict) -> bool:
+        return (self.graceful_pods and res == PODS and bool(obj.get("spec", {}).get("nodeName"))
+                and obj.get("status", {}).get("phase") in ("Running", "Pending"))
+
+    def _dependents(self, uid: str) -> list[tuple[ResKey, str | None, str]]:
+        return [(r, ns, n) for r, objs in self.store.items() for (ns, n), o in objs.items()
+                if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences", []))]
+
+    def _collect(self, res: ResKey, namespace: str | None, name: str) -> None:
+        """Finish a pending deletion once its dependents are gone and no finalizer is left."""
+        obj = self.store[res].get((namespace, name))
+        if obj is None or not obj["metadata"].get("deletionTimestamp"):
+            return
+        meta = obj["metadata"]
+        if "foregroundDeletion" in meta.get("finalizers", []) and not self._dependents(meta["uid"]):
+            meta["finalizers"] = [f for f in meta["finalizers"] if f != "foregroundDeletion"]
+            if not meta["finalizers"]:
+                del meta["finalizers"]
+        if not meta.get("finalizers") and not self._kubelet_holds(res, obj):
+            self._remove(res, namespace, name)
+
+    def finish_pod_deletion(self, namespace: str, name: str) -> None:
+        """The kubelet has stopped the pod's containers: a pending pod deletion completes."""
+        if (namespace, name) in self.store[PODS]:
+            self._remove(PODS, namespace, name)
+
+    def _remove(self, res: ResKey, namespace: str | None, name: str) -> dict:
         obj = self.store[res].pop((namespace, name))
         obj["metadata"]["resourceVersion"] = self._bump()
         self._notify("DELETED", res, obj)
-        # Garbage collection of dependents (ownerReferences), as the apiserver's GC does.
-        uid = obj["metadata"]["uid"]
-        for dep_res, objs in list(self.store.items()):
-            for (ns, dep_name), dep in list(objs.items()):
-                if any(ref.get("uid") == uid for ref in dep["metadata"].get("ownerReferences", [])):
-                    self.delete(dep_res, ns, dep_name)
+        for dep_res, ns, dep_name in self._dependents(obj["metadata"]["uid"]):  # background garbage collection
+            if (ns, dep_name) in self.store[dep_res]:
+                self.delete(dep_res, ns, dep_name, "Background")
+        for ref in obj["metadata"].get("ownerReferences", []):  # an owner waiting in foreground deletion
+            for owner_res, objs in self.store.items():
+                for (ons, oname), owner in list(objs.items()):
+                    if owner["metadata"]["uid"] == ref.get("uid"):
+                        self._collect(owner_res, ons, oname)
         return obj
+
+    def record_event(self, namespace: str, involved: dict, reason: str, message: str, type_: str = "Warning",
+                     component: str = "mpi-job-controller") -> dict:
+        """An Event about ``involved`` (an object of the store), as controllers record them."""
+        meta = involved["metadata"]
+        return self.create(EVENTS, namespace, {
+            "metadata": {"generateName": f"{meta['name']}."},
+            "involvedObject": {"kind": involved.get("kind"), "name": meta["name"], "namespace": namespace,
+                               "uid": meta.get("uid"), "apiVersion": involved.get("apiVersion")},
+            "reason": reason, "message": message, "type": type_, "count": 1,
+            "source": {"component": component}, "firstTimestamp": now_rfc3339(), "lastTimestamp": now_rfc3339()})
 
     def pod_log(self, namespace: str, pod: str, container: str) -> PodLog:
         return self.logs.setdefault((namespace, pod, container), PodLog())
@@ -329,6 +399,10 @@ class KubeEmulator(kmock.KubernetesScaffold):
         if os.environ.get("KUBE_EMULATOR_TRACE"):
             print(f"{time.time():.3f} {request.method.value} {request.url.path_qs}", flush=True)
         fault = self._take_fault(request)
+        if fault is not None and fault.delay:
+            await asyncio.sleep(fault.delay)
+            if fault.status == 0:
+                fault = None
         is_watch = request.params.get("watch") in ("true", "1")
         if fault is not None and fault.drop_after_lines is None and not (fault.status == 410 and is_watch):
             return _status(fault.status, "InternalError" if fault.status >= 500 else "TooManyRequests"
@@ -408,10 +482,7 @@ class KubeEmulator(kmock.KubernetesScaffold):
                 raise KeyError(name)
             body = request.data if isinstance(request.data, dict) else {}
             policy = params.get("propagationPolicy") or body.get("propagationPolicy") or "Background"
-            obj = self.delete(key, ns, name)
-            if policy == "Foreground":
-                obj["metadata"]["deletionTimestamp"] = now_rfc3339()
-                obj["metadata"]["finalizers"] = ["foregroundDeletion"]
+            obj = self.delete(key, ns, name, policy)
             obj.setdefault("metadata", {})["annotations"] = {
                 **obj["metadata"].get("annotations", {}), "emulator/propagationPolicy": policy}
             return aiohttp.web.json_response(obj)

@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from k8s_harness import warm_up
+from k8s_harness import add_pvc, warm_up
 from kube_emulator import MPIJOBS, PODS, Fault
 
 from lanenb.jobs.backends.kubernetes import (
@@ -33,8 +33,16 @@ def tiny(lines: int = 5, rc: int = 0, sleep: float = 0.0, kill: bool = False):
     return lambda argv: [sys.executable, "-c", code]
 
 
+@pytest.fixture(autouse=True)
+def data_pvc(request):
+    """The PVC every job mounts (data and run dir), when the test has a cluster."""
+    if "cluster" in request.fixturenames:
+        add_pvc(request.getfixturevalue("cluster")[0])
+
+
 def make_spec(**kw) -> TrainSpec:
-    base = dict(dataset="/data/tusimple", backend="kubernetes", image=IMAGE, processes=2, name="lane-test")
+    base = dict(dataset="/data/tusimple", backend="kubernetes", image=IMAGE, processes=2, name="lane-test",
+                volumes=["data:/data"])
     base.update(kw)
     return TrainSpec(**base)
 
@@ -82,16 +90,15 @@ def test_follow_survives_dropped_connections_without_loss_or_duplicates(cluster,
     assert any("sinceSeconds=" in p for p in follows)
 
 
-def test_worker_logs_on_request(cluster, backend):
+def test_worker_logs_are_that_ranks_lines_as_locally(cluster, backend):
     thread, fake = cluster
-    fake.rewrite_argv = tiny(lines=1)
+    fake.rewrite_argv = tiny(lines=4)
     spec = make_spec(name="lane-workers", k8s={"clean_pod_policy": "None"})
     handle = backend.submit(spec)
     wait_state(backend, spec, handle, {JobState.SUCCEEDED})
-    pod = "lane-workers-worker-1"
-    thread.call(lambda: thread.emulator.pod_log("default", pod, "worker").append("sshd ready"))
+    thread.call(lambda: thread.emulator.pod_log("default", "lane-workers-worker-1", "worker").append("sshd ready"))
     lines = list(backend.logs(spec, handle, worker=1))
-    assert [(l.text, l.source) for l in lines] == [("sshd ready", "worker-1")]
+    assert [(l.rank, l.text) for l in lines] == [(1, "line 1"), (1, "line 3")]  # rank 1, not sshd of pod 1
 
 
 def test_failed_launcher_reports_exit_code(cluster, backend):
@@ -135,7 +142,7 @@ def test_unschedulable_gpus_are_explained(cluster, backend):
 
 
 def test_missing_pvc_is_explained(cluster, backend):
-    spec = make_spec(name="lane-pvc", volumes=["tusimple-data:/mnt"])
+    spec = make_spec(name="lane-pvc", volumes=["tusimple-data:/mnt"], dataset="/mnt/tusimple")
     handle = backend.submit(spec)
     status = wait_state(backend, spec, handle, {JobState.RUNNING}, timeout=1.0)
     assert status.state == JobState.PENDING
@@ -213,7 +220,7 @@ def test_bad_names_are_refused_before_any_request(cluster, backend):
     thread, _ = cluster
     with pytest.raises(ValueError, match="'Bad_Name'"):
         backend.status(make_spec(), {"name": "Bad_Name", "namespace": "default"})
-    with pytest.raises(ValueError, match="namespace '-x' is not a valid RFC 1123 label"):
+    with pytest.raises(ValueError, match="namespace '-x' must be an RFC 1123 label"):
         backend.status(make_spec(), {"name": "ok", "namespace": "-x"})
     assert thread.emulator.served == []
 
@@ -227,10 +234,10 @@ def test_cancel_deletes_with_foreground_propagation_and_stops_the_launcher(clust
     backend.cancel(spec, handle)
     deletes = [p for m, p in thread.emulator.served if m == "DELETE"]
     assert deletes == ["/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs/lane-cancel?propagationPolicy=Foreground"]
+    status = wait_state(backend, spec, handle, {JobState.LOST})  # CANCELLED while its pods stop
+    assert status.state == JobState.LOST
     assert thread.call(thread.emulator.get, MPIJOBS, "default", "lane-cancel") is None
     assert thread.call(thread.emulator.list, PODS, "default") == []  # dependents garbage-collected
-    assert backend.status(spec, handle).state == JobState.UNKNOWN
-    time.sleep(0.2)
     assert ("default", "lane-cancel") not in fake.processes
     backend.cancel(spec, handle)  # twice is fine
 

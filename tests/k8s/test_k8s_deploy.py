@@ -8,7 +8,7 @@ import sys
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
-from k8s_harness import REPO, warm_up
+from k8s_harness import add_pvc, REPO, warm_up
 
 from lanenb.jobs.spec import TrainSpec
 from lanenb.jobs.status import JobState
@@ -64,7 +64,8 @@ def test_trainer_service_account_may_snapshot_volumes():
 def test_submitter_role_covers_every_request_of_a_job_lifecycle(cluster, backend):
     thread, fake = cluster
     fake.rewrite_argv = lambda argv: [sys.executable, "-c", "import time\nfor i in range(30):\n print(i, flush=True)\n time.sleep(0.05)"]
-    spec = TrainSpec(dataset="/d", backend="kubernetes", image="img:1", name="lane-rbac")
+    spec = TrainSpec(dataset="/d", backend="kubernetes", image="img:1", name="lane-rbac", volumes=["data:/d"])
+    add_pvc(thread)
     warm_up(backend)
     handle = backend.submit(spec)
     assert [s.state for s in backend.watch(spec, handle, timeout=20)][-1] == JobState.SUCCEEDED
@@ -72,6 +73,7 @@ def test_submitter_role_covers_every_request_of_a_job_lifecycle(cluster, backend
     backend.describe(spec, handle)
     backend.logs(spec, handle, worker=0)
     backend.suspend(spec, handle)
+    backend.resume(spec, handle)  # --resume and a fresh launcher Job (deletes the old one)
     backend.cancel(spec, handle)
     rules = next(d for d in load("rbac-submitter.yaml") if d["kind"] == "Role")["rules"]
     needed = {p for p in (request_to_permission(m, q) for m, q in thread.emulator.served) if p}

@@ -29,14 +29,15 @@ VARIANTS = {
         "slots_per_worker": 8, "nccl_env": {"NCCL_DEBUG": "INFO", "NCCL_IB_DISABLE": "0"},
         "rdma_resources": {"rdma/shared_ib": 1}, "node_selector": {"nvidia.com/gpu.present": "true"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "clean_pod_policy": "All", "backoff_limit": 2, "ttl_seconds_after_finished": 3600,
+        "clean_pod_policy": "All", "ttl_seconds_after_finished": 3600,
         "active_deadline_seconds": 86400}),
-    "resources": dict(cpu="4", memory="16Gi", volumes=["data:/data:ro", "out:/out"], image_pull_policy="Always"),
+    "resources": dict(cpu="4", memory="16Gi", volumes=["data:/data:ro", "out:/out"], image_pull_policy="Always",
+                      dataset="/data/tusimple"),
 }
 
 
 def spec_for(**kw) -> TrainSpec:
-    base = dict(dataset="/mnt/tusimple", backend="kubernetes", image=IMAGE, name="lane-unit")
+    base = dict(dataset="/mnt/tusimple", backend="kubernetes", image=IMAGE, name="lane-unit", volumes=["data:/mnt"])
     base.update(kw)
     return TrainSpec(**base)
 
@@ -49,7 +50,7 @@ def test_every_generated_mpijob_validates_against_the_crd(variant, mpijob_schema
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]
     assert launcher["replicas"] == 1
     for replica in job["spec"]["mpiReplicaSpecs"].values():
-        assert replica["template"]["spec"].get("restartPolicy", "Never") in ("Never", "OnFailure")
+        assert replica["restartPolicy"] == "Never" and "restartPolicy" not in replica["template"]["spec"]
 
 
 def test_schema_check_is_not_vacuous(mpijob_schema):
@@ -74,7 +75,7 @@ def test_runai_guide_job_has_gpus_shm_pvc_env_placement():
     vols = {v["name"]: v for v in pod["volumes"]}
     assert vols[mounts["/dev/shm"]["name"]]["emptyDir"] == {"medium": "Memory"}
     assert vols[mounts["/mnt"]["name"]]["persistentVolumeClaim"]["claimName"] == "pvc-download-tusimple-data-0"
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["USE_WORKERS"] == "true" and env["BATCH_SIZE"] == "33" and env["PYTHONUNBUFFERED"] == "1"
     assert job["metadata"]["annotations"]["lanenb/run-dir"] == "/mnt/lanenb-runs/lane-unit"
 
@@ -83,7 +84,7 @@ def test_ib_job_passes_nccl_env_and_rdma_and_run_policy():
     job = build_mpijob(spec_for(**VARIANTS["openshift-ib"]))
     spec = job["spec"]
     assert spec["slotsPerWorker"] == 8 and spec["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
-    assert spec["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 2, "ttlSecondsAfterFinished": 3600,
+    assert spec["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 0, "ttlSecondsAfterFinished": 3600,
                                  "activeDeadlineSeconds": 86400}
     worker = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     limits = worker["containers"][0]["resources"]["limits"]
@@ -94,7 +95,6 @@ def test_ib_job_passes_nccl_env_and_rdma_and_run_policy():
     args = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]
     exported = [args[i + 1] for i, a in enumerate(args) if a == "-x"]
     assert "NCCL_DEBUG" in exported and "NCCL_IB_DISABLE" in exported
-    assert spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] == "OnFailure"
 
 
 def test_resources_and_read_only_volumes():
@@ -118,7 +118,7 @@ def test_launcher_runs_mpirun_argv_with_the_trainer_entry_point():
     assert argv[argv.index("-np") + 1] == "4"
     i = argv.index("lanenb_trainer") - 2
     assert argv[i:i + 3] == TRAINER_ENTRYPOINT
-    assert argv[i + 3:] == spec.trainer_args()
+    assert argv[i + 3:] == spec.trainer_args("/mnt/lanenb-runs/lane-unit")
     assert all(isinstance(a, str) for a in argv) and not any(a in ("sh", "bash", "-c") for a in argv)
 
 
@@ -152,11 +152,11 @@ def test_bad_names_are_rejected_with_the_value():
         spec_for(name="Lane_Job")
     spec = spec_for()
     spec.name = "x" * 64  # mutated after construction: the builder checks again
-    with pytest.raises(InvalidNameError, match="64 characters long; Kubernetes allows at most 63"):
+    with pytest.raises(InvalidNameError, match="is 64 characters; the limit is 63"):
         build_mpijob(spec)
     spec = spec_for()
     spec.namespace = "Team_A"
-    with pytest.raises(InvalidNameError, match="namespace 'Team_A' is not a valid RFC 1123 label"):
+    with pytest.raises(InvalidNameError, match="namespace 'Team_A' must be an RFC 1123 label"):
         build_mpijob(spec)
 
 

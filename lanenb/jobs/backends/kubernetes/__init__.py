@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from kubernetes.client.exceptions import ApiException
 
+from ...redact import redact_text
 from ..base import Backend, LogChunk, LogLine
 from .client import (
     INSTALL_HINT, MPIJOB_GROUP, MPIJOB_PLURAL, MPIJOB_VERSION, Clients, KubernetesAPIError, KubernetesConfigError,
     KubernetesError, KubernetesUnreachableError, OperatorNotInstalledError, RetryPolicy, load_clients,
 )
+from .events import warning_events
 from .logs import (
     StampCursor, _container_terminated, find_pod, follow_pod_lines, pod_dicts, read_pod, read_pod_lines,
-    read_pod_lines_after, to_log_lines,
+    read_pod_lines_after, to_log_lines, to_log_lines_with_cursors,
 )
-from .manifests import ManifestError, build_mpijob, cluster_run_dir, namespace_for, render
+from .manifests import ManifestError, build_mpijob, cluster_run_dir, namespace_for, redact_mpijob, render
 from .names import InvalidNameError, check_label
 from .status import missing_status, mpijob_status
 from .watch import watch_mpijob
@@ -43,6 +45,12 @@ __all__ = [
 SUBMISSION_ANNOTATION = "lanenb/submission-id"
 
 
+def _redacted(line: LogLine, spec: "TrainSpec") -> LogLine:
+    """A rank that echoes a secret's value (a traceback, a printed config) shows ``<redacted>``."""
+    text = redact_text(line.text, spec.env)
+    return line if text == line.text else LogLine(line.rank, text, line.source)
+
+
 class KubernetesBackend(Backend):
     """Submit/inspect/cancel MPIJobs. Keeps only connection objects, never per-job state.
 
@@ -54,30 +62,37 @@ class KubernetesBackend(Backend):
 
     def __init__(self, *, context: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
                  in_cluster: bool | None = None, clients: Clients | None = None,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None, timeout: tuple[float, float] | None = None) -> None:
         self._context = context
-        self._kubeconfig = kubeconfig
+        self._kubeconfig = os.fspath(kubeconfig) if kubeconfig is not None else None
         self._in_cluster = in_cluster
         self._retry = retry
-        self._cache: dict[str | None, Clients] = {}
+        self._timeout = timeout
+        self._cache: dict[tuple[str | None, str | None], Clients] = {}
         if clients is not None:
-            self._cache[context] = clients
+            self._cache[(context, self._kubeconfig)] = clients
 
     # ------------------------------------------------------------------ plumbing
-    def clients(self, context: str | None = None) -> Clients:
+    def clients(self, context: str | None = None, kubeconfig: str | None = None) -> Clients:
+        """Clients for ``context`` of ``kubeconfig`` (defaults: the backend's, then kubectl's).
+        A job's handle names both, so a new kernel talks to the cluster the job was sent to."""
         context = context or self._context
-        if context not in self._cache:
-            if self._cache and context is None:
+        kubeconfig = kubeconfig or self._kubeconfig
+        key = (context, kubeconfig)
+        if key not in self._cache:
+            if self._cache and context is None and kubeconfig is None:
                 return next(iter(self._cache.values()))
-            loaded = load_clients(context, self._kubeconfig, in_cluster=self._in_cluster, retry=self._retry)
-            self._cache[context] = loaded
-            self._cache.setdefault(loaded.context, loaded)  # handles name the resolved context
-        return self._cache[context]
+            loaded = load_clients(context, kubeconfig, in_cluster=self._in_cluster, retry=self._retry,
+                                  timeout=self._timeout)
+            self._cache[key] = loaded
+            self._cache.setdefault((loaded.context, kubeconfig), loaded)  # handles name the resolved context
+            self._cache.setdefault((loaded.context, loaded.kubeconfig), loaded)
+        return self._cache[key]
 
     def _for(self, spec: "TrainSpec", handle: dict[str, Any] | None = None) -> tuple[Clients, str, str]:
         handle = handle or {}
-        clients = self.clients(handle.get("context") or spec.k8s.context)
-        namespace = check_label("namespace", handle.get("namespace") or namespace_for(spec))
+        clients = self.clients(handle.get("context") or spec.k8s.context, handle.get("kubeconfig"))
+        namespace = check_label("namespace", handle.get("namespace") or namespace_for(spec, clients.namespace))
         name = check_label("job name", handle.get("name") or spec.name)
         return clients, namespace, name
 
@@ -125,12 +140,14 @@ class KubernetesBackend(Backend):
 
     def submit(self, spec: "TrainSpec", run_dir: str | Path | None = None) -> dict[str, Any]:
         """Create the MPIJob and return at once; ``run_dir`` is a path inside the cluster (or None:
-        then under the first writable volume, see ``cluster_run_dir``)."""
+        then under the first writable volume, see ``cluster_run_dir``). The handle keeps the
+        context, kubeconfig and namespace, so ``get_job`` in another kernel finds the same job."""
         run_dir = str(run_dir) if run_dir else cluster_run_dir(spec)
-        body = build_mpijob(spec, run_dir)  # validates names and the image before any request
+        build_mpijob(spec, run_dir)  # validates names, paths and the image before any request
+        clients, namespace, name = self._for(spec)
+        body = build_mpijob(spec, run_dir, namespace)
         submission = uuid.uuid4().hex
         body["metadata"]["annotations"][SUBMISSION_ANNOTATION] = submission
-        clients, namespace, name = self._for(spec)
         try:
             created = clients.call(clients.custom.create_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
                                    namespace, MPIJOB_PLURAL, body, what=f"creating MPIJob {name} in namespace {namespace}")
@@ -152,60 +169,68 @@ class KubernetesBackend(Backend):
                                          exc.status, exc.body) from exc
         meta = (created or {}).get("metadata") or {}
         return {"namespace": namespace, "name": name, "uid": meta.get("uid"), "context": clients.context,
-                "run_dir": run_dir, "submitted": time.time()}
+                "kubeconfig": clients.kubeconfig, "run_dir": run_dir, "submitted": time.time()}
+
+    def _status_of(self, clients: Clients, namespace: str, name: str, job: dict[str, Any]) -> "JobStatus":
+        pods = pod_dicts(clients, namespace, name)
+        status = mpijob_status(job, pods)
+        if status.state.value == "pending":  # only then can a Warning event be the reason
+            status = mpijob_status(job, pods, warning_events(clients, namespace, name, pods))
+        return status
 
     def status(self, spec: "TrainSpec", handle: dict[str, Any]) -> "JobStatus":
         clients, namespace, name = self._for(spec, handle)
         job = self._get_job(clients, namespace, name)
         if job is None:
             return missing_status(namespace, name)
-        return mpijob_status(job, pod_dicts(clients, namespace, name))
+        return self._status_of(clients, namespace, name, job)
 
     def watch(self, spec: "TrainSpec", handle: dict[str, Any], *, timeout: float | None = None
               ) -> Iterator["JobStatus"]:
-        """A ``JobStatus`` each time the MPIJob changes (a watch, not polling), until it finishes."""
+        """A ``JobStatus`` each time the MPIJob changes (a watch, not polling), until it is final:
+        a deleted MPIJob ends the watch with its last final state, or LOST."""
         clients, namespace, name = self._for(spec, handle)
-        for _kind, obj in watch_mpijob(clients, namespace, name, timeout=timeout):
-            if obj is None:
-                yield missing_status(namespace, name)
+        for kind, obj in watch_mpijob(clients, namespace, name, timeout=timeout):
+            if kind == "DELETED":
+                last = mpijob_status(obj) if obj is not None else None
+                yield last if last is not None and last.state.finished else missing_status(namespace, name)
                 return
-            status = mpijob_status(obj, pod_dicts(clients, namespace, name))
+            status = self._status_of(clients, namespace, name, obj)  # type: ignore[arg-type]
             yield status
             if status.state.finished:
                 return
 
     def logs(self, spec: "TrainSpec", handle: dict[str, Any], *, follow: bool = False,
              worker: int | None = None) -> Iterator[LogLine]:
+        """The launcher's log (every rank's lines, tagged by mpirun); ``worker=N``: rank N's lines
+        only, as on the local backend (a worker pod itself only runs sshd)."""
+        lines = (_redacted(line, spec) for line in self._launcher_logs(spec, handle, follow=follow))
+        if worker is None:
+            yield from lines
+        else:
+            yield from (line for line in lines if line.rank == worker)
+
+    def _launcher_logs(self, spec: "TrainSpec", handle: dict[str, Any], *, follow: bool) -> Iterator[LogLine]:
         clients, namespace, name = self._for(spec, handle)
-        source = "launcher" if worker is None else f"worker-{worker}"
-        pod = find_pod(clients, namespace, name, worker)
+        pod = find_pod(clients, namespace, name)
         if not follow:
             if pod is None:
                 return
-            container = "launcher" if worker is None else "worker"
-            yield from to_log_lines(read_pod_lines(clients, namespace, pod["metadata"]["name"], container), source)
+            yield from to_log_lines(read_pod_lines(clients, namespace, pod["metadata"]["name"], "launcher"), "launcher")
             return
         # Following: wait for the pod to exist (it may still be pending), unless the job ends first.
         while pod is None:
             current = self.status(spec, handle)
-            if current.state.finished or current.state.value == "unknown":
+            if current.state.finished or current.state.value in ("unknown", "suspended"):
                 return
             time.sleep(0.2)
-            pod = find_pod(clients, namespace, name, worker)
+            pod = find_pod(clients, namespace, name)
         pod_name = pod["metadata"]["name"]
-        container = "launcher" if worker is None else "worker"
 
         def refresh() -> dict[str, Any] | None:
             return read_pod(clients, namespace, pod_name)
 
-        def stopped() -> bool:
-            if worker is None:
-                return False
-            job = self._get_job(clients, namespace, name)
-            return job is None or mpijob_status(job).state.finished
-
-        yield from to_log_lines(
-            follow_pod_lines(clients, namespace, pod_name, container, refresh=refresh, stop=stopped), source)
+        yield from to_log_lines(follow_pod_lines(clients, namespace, pod_name, "launcher", refresh=refresh), "launcher")
 
     def read_log(self, spec: "TrainSpec", handle: dict[str, Any], cursor: str | None, *,
                  max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
@@ -218,7 +243,7 @@ class KubernetesBackend(Backend):
         closed = _container_terminated(pod)  # decided before reading, like the local backend
         read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], "launcher", pos,
                                     tail_lines=tail_lines)
-        lines = [(line, c) for line, (_, c) in zip(to_log_lines([t for t, _ in read], "launcher"), read)]
+        lines = [(_redacted(line, spec), c) for line, c in to_log_lines_with_cursors(read, "launcher")]
         more = len(lines) > max_lines
         lines = lines[:max_lines]
         return LogChunk(lines, lines[-1][1] if lines else cursor, closed and not more)
@@ -266,28 +291,58 @@ class KubernetesBackend(Backend):
 
     def _set_suspend(self, spec: "TrainSpec", handle: dict[str, Any], value: bool) -> None:
         clients, namespace, name = self._for(spec, handle)
+        self._patch(clients, namespace, name, {"spec": {"runPolicy": {"suspend": value}}},
+                    "suspending" if value else "resuming")
+
+    def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+        """``runPolicy.suspend: true``: the operator deletes the pods and keeps the job."""
+        self._set_suspend(spec, handle, True)
+
+    def resume(self, spec: "TrainSpec", handle: dict[str, Any], *, from_checkpoint: bool = True) -> None:
+        """Run a suspended job again; with ``from_checkpoint`` the trainer continues from
+        ``<run_dir>/checkpoints/last.pt`` (``--resume``) instead of step 0.
+
+        The operator starts a resumed launcher from its launcher Job's pod template, written when
+        the job first started; so the MPIJob's launcher gets ``--resume`` and the old launcher
+        Job is deleted (the operator re-creates it from the MPIJob) before un-suspending.
+        """
+        clients, namespace, name = self._for(spec, handle)
+        job = self._get_job(clients, namespace, name)
+        if job is None:
+            raise KubernetesAPIError(f"cannot resume MPIJob {namespace}/{name}: it no longer exists", 404)
+        if not ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
+            raise KubernetesAPIError(f"MPIJob {namespace}/{name} is not suspended: nothing to resume", 409)
+        launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+        containers = [dict(c) for c in launcher["containers"]]
+        args = [a for a in containers[0].get("args") or [] if a != "--resume"]
+        containers[0]["args"] = args + (["--resume"] if from_checkpoint else [])
+        patch = {"spec": {"mpiReplicaSpecs": {"Launcher": {"template": {"spec": {"containers": containers}}}}}}
+        self._patch(clients, namespace, name, patch, "setting --resume on")
+        try:
+            clients.call(clients.batch.delete_namespaced_job, f"{name}-launcher", namespace,
+                         propagation_policy="Background", what=f"deleting the launcher Job of {name}")
+        except ApiException as exc:
+            if exc.status != 404:  # never created (suspended before the workers were ready): fine
+                raise KubernetesAPIError(f"deleting Job {namespace}/{name}-launcher failed: {exc.status} "
+                                         f"{exc.reason}", exc.status, exc.body) from exc
+        self._set_suspend(spec, handle, False)
+
+    def _patch(self, clients: Clients, namespace: str, name: str, patch: dict[str, Any], what: str) -> None:
         try:
             clients.call(clients.custom.patch_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace,
-                         MPIJOB_PLURAL, name, {"spec": {"runPolicy": {"suspend": value}}},
-                         what=f"{'suspending' if value else 'resuming'} MPIJob {name}")
+                         MPIJOB_PLURAL, name, patch, what=f"{what} MPIJob {name}")
         except ApiException as exc:
             if exc.status == 404:
                 raise self._explain_404(clients, exc, namespace) from exc
             raise KubernetesAPIError(f"patching MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
                                      exc.status, exc.body) from exc
 
-    def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
-        """``runPolicy.suspend: true``: the operator deletes the pods and keeps the job."""
-        self._set_suspend(spec, handle, True)
-
-    def resume(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
-        self._set_suspend(spec, handle, False)
-
     def describe(self, spec: "TrainSpec", handle: dict[str, Any]) -> dict[str, Any]:
         clients, namespace, name = self._for(spec, handle)
         job = self._get_job(clients, namespace, name)
         pods = pod_dicts(clients, namespace, name) if job is not None else []
-        status = mpijob_status(job, pods) if job is not None else missing_status(namespace, name)
+        events = warning_events(clients, namespace, name, pods) if job is not None else []
+        status = mpijob_status(job, pods, events) if job is not None else missing_status(namespace, name)
         return {
             "backend": self.name,
             "server": clients.where(),
@@ -299,5 +354,7 @@ class KubernetesBackend(Backend):
                       "role": (p["metadata"].get("labels") or {}).get("training.kubeflow.org/job-role"),
                       "phase": (p.get("status") or {}).get("phase"),
                       "node": (p.get("spec") or {}).get("nodeName")} for p in pods],
-            "mpijob": job,
+            "events": [{"reason": e.get("reason"), "object": (e.get("involvedObject") or {}).get("name"),
+                        "message": e.get("message")} for e in events],
+            "mpijob": redact_mpijob(job),
         }

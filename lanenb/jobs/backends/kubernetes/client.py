@@ -2,7 +2,12 @@
 
 Every API call goes through ``call`` so a busy or restarting apiserver (429, 5xx, dropped
 connections, timeouts) is retried with backoff, and an unreachable one becomes one clear
-error naming the server and the context instead of a urllib3 traceback.
+error naming the server and the context instead of a urllib3 traceback. Every call has a
+request timeout (``Clients.timeout``), so a black-holed connection cannot hang a notebook.
+
+The namespace a job goes to when its spec names none is the one ``kubectl`` would use: the
+kubeconfig context's ``namespace`` (every ``KUBECONFIG`` entry merged, as kubectl does), or in
+a pod the service account's namespace, else ``default``.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ from kubernetes.config.config_exception import ConfigException
 __all__ = [
     "KubernetesError", "KubernetesConfigError", "KubernetesUnreachableError", "KubernetesAPIError",
     "OperatorNotInstalledError", "RetryPolicy", "Clients", "load_clients", "RETRYABLE_STATUS",
-    "MPIJOB_GROUP", "MPIJOB_VERSION", "MPIJOB_PLURAL", "INSTALL_HINT",
+    "MPIJOB_GROUP", "MPIJOB_VERSION", "MPIJOB_PLURAL", "INSTALL_HINT", "DEFAULT_TIMEOUT", "SERVICE_ACCOUNT_NAMESPACE",
+    "kubeconfig_paths",
 ]
 
 MPIJOB_GROUP, MPIJOB_VERSION, MPIJOB_PLURAL = "kubeflow.org", "v2beta1", "mpijobs"
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds for every call that does not stream
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 INSTALL_HINT = (
     "a cluster admin can install the Kubeflow MPI Operator v0.8.2 with "
     "`kubectl apply --server-side -k deploy/mpi-operator` (see deploy/README.md in the lanenb repository)"
@@ -88,6 +96,13 @@ class Clients:
     host: str
     context: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    namespace: str = "default"  # where jobs go when the spec names no namespace
+    kubeconfig: str | None = None  # the KUBECONFIG-style path list these clients were loaded from
+    timeout: tuple[float, float] = DEFAULT_TIMEOUT
+
+    @property
+    def batch(self) -> k8s.BatchV1Api:
+        return k8s.BatchV1Api(self.api)
 
     @property
     def custom(self) -> k8s.CustomObjectsApi:
@@ -101,7 +116,9 @@ class Clients:
         return f"{self.host}" + (f" (context {self.context!r})" if self.context else "")
 
     def call(self, fn: Callable[..., T], *args: Any, what: str = "the request", **kwargs: Any) -> T:
-        """Run one API call with retries on 429/5xx/transport errors; map the rest to our errors."""
+        """Run one API call with retries on 429/5xx/transport errors; map the rest to our errors.
+        Calls without their own ``_request_timeout`` get ``self.timeout``."""
+        kwargs.setdefault("_request_timeout", self.timeout)
         last: BaseException | None = None
         for attempt in range(self.retry.attempts):
             try:
@@ -144,19 +161,37 @@ def _short(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {reason or exc}"
 
 
+def kubeconfig_paths(kubeconfig: str | os.PathLike[str] | None = None) -> list[str]:
+    """The kubeconfig files kubectl would read: ``kubeconfig`` (itself a ``KUBECONFIG``-style
+    list), else every ``KUBECONFIG`` entry, else ``~/.kube/config``; user-expanded, in order."""
+    raw = os.fspath(kubeconfig) if kubeconfig is not None else os.environ.get("KUBECONFIG") or "~/.kube/config"
+    return [os.path.expanduser(p) for p in str(raw).split(os.pathsep) if p.strip()]
+
+
+def _service_account_namespace() -> str:
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as fh:
+            return fh.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
 def load_clients(
     context: str | None = None,
     kubeconfig: str | os.PathLike[str] | None = None,
     *,
     in_cluster: bool | None = None,
     retry: RetryPolicy | None = None,
+    timeout: tuple[float, float] | None = None,
 ) -> Clients:
     """Build clients from a kubeconfig context, or from the pod's service account.
 
     ``in_cluster=None`` means: use the service account when running inside a pod
     (KUBERNETES_SERVICE_HOST set) and no kubeconfig/context was asked for explicitly.
+    ``timeout`` is the (connect, read) limit of every non-streaming call.
     """
     retry = retry or RetryPolicy()
+    timeout = timeout or DEFAULT_TIMEOUT
     if in_cluster is None:
         in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and kubeconfig is None and context is None \
             and not os.environ.get("KUBECONFIG") and not os.path.exists(os.path.expanduser("~/.kube/config"))
@@ -166,29 +201,34 @@ def load_clients(
             k8s_config.load_incluster_config(client_configuration=configuration)
         except ConfigException as exc:
             raise KubernetesConfigError(f"in-cluster Kubernetes config is not usable: {exc}") from exc
-        return Clients(k8s.ApiClient(configuration), configuration.host, None, retry)
+        return Clients(k8s.ApiClient(configuration), configuration.host, None, retry,
+                       namespace=_service_account_namespace(), timeout=timeout)
 
-    path = os.fspath(kubeconfig) if kubeconfig is not None else os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0]
-    path = os.path.expanduser(path)
-    if not os.path.exists(path):
+    paths = kubeconfig_paths(kubeconfig)
+    if not any(os.path.exists(p) for p in paths):
         raise KubernetesConfigError(
-            f"no kubeconfig at {path}: set KUBECONFIG, pass kubeconfig=..., or copy the cluster's config "
-            "(e.g. `az aks get-credentials ...`) to ~/.kube/config"
+            f"no kubeconfig at {os.pathsep.join(paths)}: set KUBECONFIG, pass kubeconfig=..., or copy the cluster's "
+            "config (e.g. `az aks get-credentials ...`) to ~/.kube/config"
         )
+    joined = os.pathsep.join(paths)  # the client merges every entry, as kubectl does
     try:
-        contexts, active = k8s_config.list_kube_config_contexts(config_file=path)
+        contexts, active = k8s_config.list_kube_config_contexts(config_file=joined)
     except ConfigException as exc:
-        raise KubernetesConfigError(f"kubeconfig {path} is not usable: {exc}") from exc
+        raise KubernetesConfigError(f"kubeconfig {joined} is not usable: {exc}") from exc
     names = [c["name"] for c in contexts or []]
     if context is not None and context not in names:
         raise KubernetesConfigError(
-            f"context {context!r} is not in kubeconfig {path}; available contexts: {', '.join(names) or 'none'}"
+            f"context {context!r} is not in kubeconfig {joined}; available contexts: {', '.join(names) or 'none'}"
         )
     configuration = k8s.Configuration()
     try:
-        k8s_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+        k8s_config.load_kube_config(config_file=joined, context=context, client_configuration=configuration)
     except ConfigException as exc:
-        raise KubernetesConfigError(f"kubeconfig {path}, context {context or active.get('name')!r}: {exc}") from exc
+        raise KubernetesConfigError(f"kubeconfig {joined}, context {context or active.get('name')!r}: {exc}") from exc
     # A few quick urllib3 retries for a flapping connection; our own loop does the backoff.
     configuration.retries = urllib3.Retry(total=1, connect=1, read=0, backoff_factor=0.05)
-    return Clients(k8s.ApiClient(configuration), configuration.host, context or (active or {}).get("name"), retry)
+    chosen = context or (active or {}).get("name")
+    entry = next((c for c in contexts or [] if c["name"] == chosen), None) or active or {}
+    namespace = ((entry.get("context") or {}).get("namespace")) or "default"
+    return Clients(k8s.ApiClient(configuration), configuration.host, chosen, retry, namespace=namespace,
+                   kubeconfig=joined, timeout=timeout)

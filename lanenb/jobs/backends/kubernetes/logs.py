@@ -17,14 +17,14 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
-from lanenb_trainer.events import split_rank_tag
+from lanenb.launch.mpirun import TaggedOutputParser
 
 from ..base import LogLine
 from .client import Clients, KubernetesAPIError, KubernetesUnreachableError, _is_transport_error
 from .manifests import JOB_NAME_LABEL, JOB_ROLE_LABEL
 
 __all__ = ["find_pod", "pod_dicts", "read_pod", "follow_pod_lines", "read_pod_lines", "read_pod_lines_after",
-           "to_log_lines", "ts_key", "StampCursor"]
+           "to_log_lines", "to_log_lines_with_cursors", "ts_key", "StampCursor"]
 
 POLL = 0.2  # seconds between looks while a pod is pending
 SKEW_MARGIN = 60  # seconds of log re-read after a reconnect (deduplicated by timestamp)
@@ -240,6 +240,24 @@ def follow_pod_lines(
 
 
 def to_log_lines(lines: Iterator[str] | list[str], source: str) -> Iterator[LogLine]:
-    for text in lines:
-        rank, rest = split_rank_tag(text)
-        yield LogLine(rank=rank, text=rest, source=source)
+    """Whole per-rank lines from the launcher's raw ``--tag-output`` lines: Open MPI splits a long
+    line (an event over 4 KiB) into tagged chunks, which are put back together here exactly as
+    the local backend does (``TaggedOutputParser``)."""
+    parser = TaggedOutputParser()
+    for raw in lines:
+        for out in parser.feed(raw):
+            yield LogLine(rank=out.rank, text=out.text, source=source)
+    for out in parser.flush():
+        yield LogLine(rank=out.rank, text=out.text, source=source)
+
+
+def to_log_lines_with_cursors(read: list[tuple[str, str]], source: str) -> list[tuple[LogLine, str]]:
+    """``to_log_lines`` for (raw line, cursor after it) pairs: each whole line carries the cursor of
+    the raw line that completed it (a chunk still open at the end of a read is flushed as is)."""
+    parser = TaggedOutputParser()
+    out: list[tuple[LogLine, str]] = []
+    cursor = ""
+    for raw, cursor in read:
+        out += [(LogLine(rank=o.rank, text=o.text, source=source), cursor) for o in parser.feed(raw)]
+    out += [(LogLine(rank=o.rank, text=o.text, source=source), cursor) for o in parser.flush()]
+    return out

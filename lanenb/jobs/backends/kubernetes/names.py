@@ -1,20 +1,18 @@
-"""RFC 1123 name checks, applied before any request leaves the machine.
+"""Name checks applied before any request leaves the machine, on the one rule set of
+``lanenb.jobs.kube_rules`` (shared with ``TrainSpec``'s field checks).
 
 The apiserver would reject a bad name too, but only after a round trip and with a message
-about the object rather than the notebook argument that produced it.
+about the object rather than the notebook argument that produced it; the MPI Operator would
+not even reject it: it records an event and never creates a pod.
 """
 
 from __future__ import annotations
 
 from lanenb_trainer.errors import UserError
 
-from lanenb.jobs.spec import RFC1123_LABEL as _LABEL
-from lanenb.jobs.spec import RFC1123_SUBDOMAIN as _SUBDOMAIN
+from lanenb.jobs.kube_rules import LABEL_MAX, SUBDOMAIN_MAX, mpijob_name_problem, name_problem
 
-__all__ = ["InvalidNameError", "check_label", "check_subdomain", "LABEL_MAX", "SUBDOMAIN_MAX"]
-
-LABEL_MAX = 63
-SUBDOMAIN_MAX = 253
+__all__ = ["InvalidNameError", "check_label", "check_subdomain", "check_mpijob_name", "LABEL_MAX", "SUBDOMAIN_MAX"]
 
 
 class InvalidNameError(UserError, ValueError):
@@ -23,25 +21,24 @@ class InvalidNameError(UserError, ValueError):
 
 def check_label(what: str, value: object, max_len: int = LABEL_MAX) -> str:
     """An RFC 1123 label (namespaces, MPIJob names: they become pod/service names)."""
-    if not isinstance(value, str) or not value:
-        raise InvalidNameError(f"{what} must be a non-empty string, got {value!r}")
-    if len(value) > max_len:
-        raise InvalidNameError(f"{what} {value!r} is {len(value)} characters long; Kubernetes allows at most {max_len}")
-    if not _LABEL.match(value):
-        raise InvalidNameError(
-            f"{what} {value!r} is not a valid RFC 1123 label: use lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit"
-        )
-    return value
+    problem = name_problem(value, "label", max_len)
+    if problem:
+        raise InvalidNameError(f"{what} {value!r} {problem}")
+    return value  # type: ignore[return-value]
 
 
 def check_subdomain(what: str, value: object) -> str:
-    """An RFC 1123 subdomain (PVCs, service accounts)."""
-    if not isinstance(value, str) or not value:
-        raise InvalidNameError(f"{what} must be a non-empty string, got {value!r}")
-    if len(value) > SUBDOMAIN_MAX or not _SUBDOMAIN.match(value):
-        raise InvalidNameError(
-            f"{what} {value!r} is not a valid RFC 1123 name: lowercase letters, digits, '-' and '.', "
-            f"starting and ending with a letter or digit, at most {SUBDOMAIN_MAX} characters"
-        )
-    return value
+    """An RFC 1123 subdomain (PVCs, service accounts, Secrets)."""
+    problem = name_problem(value, "subdomain")
+    if problem:
+        raise InvalidNameError(f"{what} {value!r} {problem}")
+    return value  # type: ignore[return-value]
+
+
+def check_mpijob_name(value: object, workers: int) -> str:
+    """A job name the MPI Operator accepts with ``workers`` workers (see ``mpijob_name_problem``)."""
+    name = check_label("job name", value)
+    problem = mpijob_name_problem(name, workers)
+    if problem:
+        raise InvalidNameError(f"job name {name!r}: {problem}")
+    return name

@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterable
 
 from ...status import JobState, JobStatus
+from .events import event_problem
 from .manifests import JOB_ROLE_LABEL
 
 __all__ = ["mpijob_status", "pod_problem", "missing_status", "parse_time"]
@@ -113,17 +114,21 @@ def _launcher_exit(pods: Iterable[dict[str, Any]]) -> int | None:
 
 
 def missing_status(namespace: str, name: str) -> JobStatus:
+    """LOST (final): the MPIJob is gone and its outcome was never seen, so waiters stop."""
     return JobStatus(
-        JobState.UNKNOWN,
-        reason=f"MPIJob {namespace}/{name} no longer exists (deleted, or removed by ttlSecondsAfterFinished)",
+        JobState.LOST, finished=time.time(),
+        reason=f"MPIJob {namespace}/{name} no longer exists (deleted by someone else, or removed by "
+               "ttlSecondsAfterFinished) and its final state was never seen; its run directory may still hold "
+               "checkpoints and metrics",
     )
 
 
-def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None = None) -> JobStatus:
-    """Read one MPIJob (as returned by the API) and its pods."""
+def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None = None,
+                  events: list[dict[str, Any]] | None = None) -> JobStatus:
+    """Read one MPIJob (as returned by the API), its pods and the Warning events about them."""
     pods = pods or []
     if job is None:
-        return JobStatus(JobState.UNKNOWN, reason="the MPIJob does not exist")
+        return JobStatus(JobState.LOST, reason="the MPIJob does not exist", finished=time.time())
     meta, status = job.get("metadata") or {}, job.get("status") or {}
     conds = _conditions(job)
     ranks = {(p.get("metadata") or {}).get("name"): _pod_state(p) for p in pods}
@@ -131,15 +136,14 @@ def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None 
     finished = parse_time(status.get("completionTime"))
     exit_code = _launcher_exit(pods)
     problems = [p for p in (pod_problem(pod) for pod in pods) if p]
+    blocked = event_problem(events or [])
 
     def make(state: JobState, reason: str | None, cond: str | None = None) -> JobStatus:
         message = conds.get(cond, {}).get("message") if cond else None
         return JobStatus(state, reason=reason, message=message, started=started, finished=finished,
                          ranks=ranks, exit_code=exit_code)
 
-    if meta.get("deletionTimestamp"):
-        return make(JobState.CANCELLED, "the MPIJob is being deleted")
-    if _true(conds, "Succeeded"):
+    if _true(conds, "Succeeded"):  # before deletionTimestamp: a TTL clean-up does not undo a success
         return make(JobState.SUCCEEDED, None, "Succeeded")
     if _true(conds, "Failed"):
         cond = conds["Failed"]
@@ -149,6 +153,8 @@ def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None 
         if cond.get("reason") == "DeadlineExceeded":
             reason = f"stopped after activeDeadlineSeconds: {cond.get('message') or ''}".strip()
         return make(JobState.FAILED, reason, "Failed")
+    if meta.get("deletionTimestamp"):
+        return make(JobState.CANCELLED, "the MPIJob is being deleted (its pods are stopping)")
     if _true(conds, "Suspended"):
         return make(JobState.SUSPENDED, "suspended (runPolicy.suspend=true); resume to continue", "Suspended")
     if _true(conds, "Restarting"):
@@ -156,9 +162,11 @@ def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None 
     if _true(conds, "Running"):
         return make(JobState.RUNNING, problems[0] if problems else None, "Running")
     if not conds:
-        return make(JobState.PENDING, "waiting for the MPI Operator to pick the job up (no status yet)")
+        return make(JobState.PENDING, blocked or "waiting for the MPI Operator to pick the job up (no status yet)")
     if problems:
         return make(JobState.PENDING, problems[0], "Created")
+    if blocked:
+        return make(JobState.PENDING, blocked, "Created")
     if not pods:
         return make(JobState.PENDING, "created; waiting for the operator to create the pods", "Created")
     waiting = [n for n, s in ranks.items() if s not in ("Running", "Succeeded")]
