@@ -84,6 +84,17 @@ def check_name(name: str) -> str:
     return name
 
 
+def parse_time(text: str | None) -> float:
+    """RFC 3339 (with any number of fractional digits, as restic and CSI drivers write) -> UNIX s."""
+    if not text:
+        return 0.0
+    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", text)
+    if not m:
+        raise SnapshotError(f"unreadable time {text!r}")
+    base = dt.datetime.fromisoformat(m.group(1) + m.group(3).replace("Z", "+00:00"))
+    return base.timestamp() + (float("0" + m.group(2)) if m.group(2) else 0.0)
+
+
 def slug(text: str, limit: int = 40) -> str:
     """``text`` as the start of a snapshot name (lower case, '-' for anything else)."""
     out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")

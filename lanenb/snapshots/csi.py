@@ -14,13 +14,12 @@ visible in ``list``.
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 import time
 from typing import Any, Mapping
 
 from .base import (Snapshot, SnapshotError, SnapshotFailedError, SnapshotInputError, SnapshotNotFoundError,
-                   SnapshotStore, TargetExistsError, Verification, check_labels, check_name, slug)
+                   SnapshotStore, TargetExistsError, Verification, check_labels, check_name, parse_time, slug)
 
 __all__ = ["CsiStore", "GROUP", "VERSION", "LABEL_PREFIX", "DEFAULT_CLASS_ANNOTATION"]
 
@@ -28,12 +27,6 @@ GROUP, VERSION = "snapshot.storage.k8s.io", "v1"
 LABEL_PREFIX = "lanenb.io/"
 MANAGED = "app.kubernetes.io/managed-by"
 DEFAULT_CLASS_ANNOTATION = "snapshot.storage.kubernetes.io/is-default-class"
-
-
-def _parse_time(text: str | None) -> float:
-    if not text:
-        return 0.0
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _bytes(quantity: Any) -> int | None:
@@ -121,7 +114,7 @@ class CsiStore(SnapshotStore):
         labels = {k[len(LABEL_PREFIX):]: v for k, v in (meta.get("labels") or {}).items() if k.startswith(LABEL_PREFIX)}
         error = (status.get("error") or {}).get("message")
         return Snapshot(id=meta["name"], name=meta["name"], volume=(spec.get("source") or {}).get("persistentVolumeClaimName") or "",
-                        created=_parse_time(status.get("creationTime") or meta.get("creationTimestamp")),
+                        created=parse_time(status.get("creationTime") or meta.get("creationTimestamp")),
                         size=_bytes(status.get("restoreSize")), labels=labels,
                         ready=bool(status.get("readyToUse")), backend=self.name, error=error)
 

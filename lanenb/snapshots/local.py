@@ -17,7 +17,6 @@ summary: a cache, recomputed with ``restic stats`` when missing), ``cache/`` (re
 from __future__ import annotations
 
 import ctypes
-import datetime as dt
 import errno
 import fcntl
 import json
@@ -37,7 +36,7 @@ from lanenb_trainer.atomic import write_json
 
 from .base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotInputError,
                    SnapshotNotFoundError, SnapshotStore, TargetExistsError, Verification, check_labels,
-                   check_name, slug)
+                   check_name, parse_time, slug)
 
 __all__ = ["ResticStore", "HOST"]
 
@@ -51,15 +50,6 @@ def _home() -> Path:
     from lanenb.jobs.registry import lanenb_home
 
     return lanenb_home()
-
-
-def _parse_time(text: str) -> float:
-    """restic's RFC 3339 time with nanoseconds -> UNIX seconds."""
-    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", text)
-    if not m:
-        raise SnapshotError(f"restic returned an unreadable time {text!r}")
-    base = dt.datetime.fromisoformat(m.group(1) + (m.group(3).replace("Z", "+00:00")))
-    return base.timestamp() + (float("0" + m.group(2)) if m.group(2) else 0.0)
 
 
 def rename_noreplace(src: Path, dst: Path) -> None:
@@ -194,7 +184,7 @@ class ResticStore(SnapshotStore):
                 labels[key] = value
         meta = self._meta(raw["id"]) if sizes else {}
         return Snapshot(id=raw["short_id"], name=name, volume=(raw.get("paths") or [""])[0],
-                        created=_parse_time(raw["time"]), size=meta.get("size"), labels=labels, ready=True,
+                        created=parse_time(raw["time"]), size=meta.get("size"), labels=labels, ready=True,
                         backend=self.name, file_count=meta.get("files"))
 
     def _find(self, id: str) -> dict[str, Any]:
@@ -228,9 +218,10 @@ class ResticStore(SnapshotStore):
         tags = check_labels(labels)
         name = check_name(name) if name is not None else \
             f"{slug(path.name)}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-        if any(f"{NAME_TAG}={name}" in (r.get("tags") or []) for r in self._raw()):
+        raws = self._raw()
+        if any(f"{NAME_TAG}={name}" in (r.get("tags") or []) for r in raws):
             raise SnapshotInputError(f"a snapshot named {name!r} already exists; pick another name")
-        previous = [r for r in self._raw() if r.get("paths") == [str(path)]]
+        previous = [r for r in raws if r.get("paths") == [str(path)]]
         argv = [self._binary(), "backup", "--json", "--host", HOST,
                 "--tag", ",".join([f"{NAME_TAG}={name}"] + [f"{k}={v}" for k, v in tags.items()])]
         if previous:  # change detection against the newest snapshot of this very directory

@@ -114,7 +114,7 @@ class FakeSnapshotController:
             shutil.copytree(src, dst)
         self._set_status(SNAPSHOTS, ns, name, {
             "boundVolumeSnapshotContentName": f"snapcontent-{snap['metadata']['uid']}",
-            "creationTime": now_rfc3339(), "readyToUse": True,
+            "creationTime": now_rfc3339(nano=True), "readyToUse": True,
             "restoreSize": pvc["spec"]["resources"]["requests"]["storage"]})
 
     def _restore(self, pvc: dict) -> None:
