@@ -231,6 +231,20 @@ class Job:
         rec = self._record
         return JobStatus.from_dict(rec.status) if rec.status else JobStatus(JobState(rec.state))
 
+    def snapshots(self) -> list[Any]:
+        """The snapshots this job made (``--snapshot``): its run dir and dataset, as
+        ``lanenb.snapshots.Snapshot`` objects, oldest first; ones deleted since are left out."""
+        from lanenb.snapshots import SnapshotNotFoundError, get_store
+
+        out = []
+        for link in self._registry.snapshot_links(self.name):
+            try:
+                opts = {} if link["store"] == "local" else {"namespace": self.spec.namespace}
+                out.append(get_store(link["store"], **opts).get(link["snapshot"]))
+            except SnapshotNotFoundError:
+                continue
+        return out
+
     def suspend(self) -> None:
         self.backend.suspend(self.spec, self._record.handle)
 

@@ -56,6 +56,16 @@ CREATE TABLE IF NOT EXISTS jobs (
     metrics   TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created);
+CREATE TABLE IF NOT EXISTS job_snapshots (
+    job       TEXT NOT NULL,
+    store     TEXT NOT NULL,
+    snapshot  TEXT NOT NULL,
+    role      TEXT NOT NULL,
+    volume    TEXT NOT NULL,
+    created   REAL NOT NULL,
+    PRIMARY KEY (store, snapshot)
+);
+CREATE INDEX IF NOT EXISTS job_snapshots_job ON job_snapshots(job);
 """
 
 
@@ -232,3 +242,17 @@ class JobRegistry:
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM jobs ORDER BY created, name").fetchall()
         return [_row_to_record(r) for r in rows]
+
+    # ---------------------------------------------------------------- job <-> snapshot links
+    def add_snapshot(self, job: str, store: str, snapshot: str, role: str, volume: str) -> None:
+        """Record that ``job`` produced ``snapshot`` (role "run" or "dataset") in ``store``."""
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO job_snapshots(job, store, snapshot, role, volume, created) "
+                         "VALUES (?,?,?,?,?,?)", (job, store, snapshot, role, volume, time.time()))
+
+    def snapshot_links(self, job: str | None = None) -> list[dict[str, Any]]:
+        """``{job, store, snapshot, role, volume, created}`` rows, oldest first (all jobs when ``None``)."""
+        query = "SELECT * FROM job_snapshots" + (" WHERE job=?" if job is not None else "") + " ORDER BY created"
+        with self._connect() as conn:
+            rows = conn.execute(query, (job,) if job is not None else ()).fetchall()
+        return [dict(r) for r in rows]

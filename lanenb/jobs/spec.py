@@ -401,7 +401,7 @@ class TrainSpec:
         def snapshot() -> None:
             if self.pvc_name is not None:
                 check_rfc1123_subdomain("pvc_name", self.pvc_name)
-            if self.enable_snapshot is True and self.pvc_name is None:
+            if self.enable_snapshot is True and self.pvc_name is None and self.backend != "local":
                 raise SpecError("pvc_name", None, "is required when enable_snapshot is true (the PVC to snapshot)")
 
         def name() -> None:
@@ -471,7 +471,8 @@ class TrainSpec:
             use_val=self.use_val,
             val_batch_size=self.val_batch_size,
             max_steps=self.max_steps,
-            enable_snapshot=self.enable_snapshot or None,
+            # locally the supervisor snapshots run dir + dataset; the ranks only hear of a PVC
+            enable_snapshot=(self.enable_snapshot and self.pvc_name is not None) or None,
             pvc_name=self.pvc_name if self.enable_snapshot else None,
         ) + list(self.extra_args)
 

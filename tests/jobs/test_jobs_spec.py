@@ -96,9 +96,11 @@ def test_bad_kubernetes_option_is_named_in_the_error(field, value, message):
         KubernetesOptions(**{field: value})
 
 
-def test_snapshot_needs_a_pvc():
+def test_snapshot_needs_a_pvc_on_kubernetes_but_not_locally():
     with pytest.raises(SpecError, match=re.escape("pvc_name=None: is required when enable_snapshot is true")):
-        TrainSpec(dataset="/data", enable_snapshot=True)
+        TrainSpec(dataset="/data", enable_snapshot=True, backend="kubernetes", image="img:1")
+    local = TrainSpec(dataset="/data", enable_snapshot=True)  # the run dir and dataset dir are snapshotted
+    assert "--enable-snapshot" not in local.trainer_args("/r")
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has NVIDIA GPUs")

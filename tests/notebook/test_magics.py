@@ -46,7 +46,7 @@ BAD_FLAGS = [
     ("--image 'a b'", "image='a b': must not contain whitespace"),
     ("-e 1BAD=x", "env='1BAD': is not a valid environment variable name"),
     ("-e NOVALUE", "env='NOVALUE': must be KEY=VALUE"),
-    ("--snapshot", "pvc_name=None: is required when enable_snapshot is true"),
+    ("--snapshot --backend kubernetes", "pvc_name=None: is required when enable_snapshot is true"),
     ("--pvc-name Bad_Name", "pvc_name='Bad_Name': must be an RFC 1123 name"),
     ("--name Bad_Name", "name='Bad_Name': must be an RFC 1123 label"),
     ("--namespace Bad_NS", "namespace='Bad_NS': must be an RFC 1123 label"),

@@ -190,8 +190,11 @@ class LocalBackend(Backend):
         argv = self.launcher_argv(spec, run)
         env = launch_env(os.environ, extra=spec.env)  # rendezvous port, unbuffered ranks
         cmd = [self.python, "-m", "lanenb.jobs.backends.supervise", "--run-dir", str(run),
-               "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes),
-               "--", *argv]
+               "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes)]
+        if spec.enable_snapshot:  # run dir + dataset snapshotted by the supervisor after success
+            cmd += ["--snapshot-job", spec.name, "--snapshot-volume", f"run={run}",
+                    "--snapshot-volume", f"dataset={Path(spec.dataset).expanduser().resolve()}"]
+        cmd += ["--", *argv]
         with open(run / "supervisor.err", "ab") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                     start_new_session=True, close_fds=True, env=env, cwd=str(run))

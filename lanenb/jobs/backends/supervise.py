@@ -227,8 +227,27 @@ def _write_exit(run_dir: Path, info: dict[str, Any]) -> None:
     reserve.unlink(missing_ok=True)
 
 
+def _snapshot(log: "JobLog", run_dir: Path, job: str, volumes: dict[str, str]) -> Any:
+    """``--snapshot``: snapshot the volumes after a successful run (lanenb.snapshots.runs) and
+    put a ``snapshot`` event in the log for every one; a failure is reported, not raised."""
+    from lanenb.snapshots.runs import snapshot_run
+    from lanenb_trainer.events import format_event
+
+    try:
+        made = snapshot_run(job, volumes, run_dir=run_dir, say=log.say)
+    except Exception as exc:  # the run succeeded; a failed snapshot must not hide that
+        log.say(f"snapshot failed: {exc}")
+        return {"error": str(exc)}
+    for snap in made:
+        log.write(format_log_line(0, "stdout", format_event(
+            "snapshot", 0, snapshot=snap.id, role=snap.labels.get("role"), volume=snap.volume, size=snap.size,
+            status="done", store="local")), keep=True)
+    return [snap.id for snap in made]
+
+
 def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: float = DEFAULT_GRACE,
-              max_log_bytes: int = DEFAULT_MAX_LOG_BYTES) -> int:
+              max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+              snapshot: tuple[str, dict[str, str]] | None = None) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -276,6 +295,8 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
                 log.say(f"launcher exited with code {rc}")
                 orphans = stopper.reap_orphans()
                 info.update(returncode=rc, orphans_stopped=orphans)
+                if rc == 0 and snapshot is not None and not stopper.signals:
+                    info["snapshots"] = _snapshot(log, run_dir, *snapshot)
         if log.dropped:
             log.say(f"{log.dropped} output line(s) not written to job.log")
         info.update(finished=time.time(), signals=stopper.signals, log_bytes=log.size,
@@ -292,6 +313,9 @@ def main(args: Sequence[str] | None = None) -> int:
                         help="seconds a rank gets to stop after SIGTERM before SIGKILL")
     parser.add_argument("--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES,
                         help="job.log size after which only @lanenb event lines are kept")
+    parser.add_argument("--snapshot-job", metavar="JOB", help="after success, snapshot --snapshot-volume dirs for JOB")
+    parser.add_argument("--snapshot-volume", action="append", default=[], metavar="ROLE=DIR",
+                        help="a directory to snapshot after success (repeatable)")
     parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the launcher command")
     ns = parser.parse_args(args)
     argv = ns.argv[1:] if ns.argv[:1] == ["--"] else ns.argv
@@ -301,8 +325,12 @@ def main(args: Sequence[str] | None = None) -> int:
         parser.error(f"--grace {ns.grace}: must be a finite number of seconds >= 0")
     if ns.max_log_bytes < 1:
         parser.error(f"--max-log-bytes {ns.max_log_bytes}: must be >= 1")
+    volumes = dict(v.partition("=")[::2] for v in ns.snapshot_volume)
+    if any(not role or not path for role, path in volumes.items()):
+        parser.error(f"--snapshot-volume {ns.snapshot_volume}: each must be ROLE=DIR")
     return supervise(argv, ns.run_dir, ns.log or ns.run_dir / LOG_NAME, grace=ns.grace,
-                     max_log_bytes=ns.max_log_bytes)
+                     max_log_bytes=ns.max_log_bytes,
+                     snapshot=(ns.snapshot_job, volumes) if ns.snapshot_job and volumes else None)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,75 @@
+"""``--snapshot`` on a local job: after a successful run its run dir and dataset are snapshotted
+by the detached supervisor, recorded in the job registry and announced as a ``snapshot`` event."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import lanenb.snapshots as snaps
+from lanenb.jobs import JobState, TrainSpec, get_job, submit
+
+pytestmark = pytest.mark.usefixtures("restic_installed")
+
+PROGRAM = textwrap.dedent("""
+    import json, os, sys
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    if sys.argv[1] == "fail" and rank == 1:
+        sys.exit(3)
+    if rank == 0:
+        run = os.environ["LANE_RUN_DIR"]
+        os.makedirs(os.path.join(run, "checkpoints"), exist_ok=True)
+        with open(os.path.join(run, "checkpoints", "best.pt"), "wb") as fh:
+            fh.write(b"weights" * 100)
+        with open(os.path.join(run, "metrics.json"), "w") as fh:
+            json.dump({"accuracy": 0.9125}, fh)
+    print("done", rank, flush=True)
+""")
+
+
+@pytest.fixture
+def run_job(tmp_path: Path):
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun (Open MPI) is not installed")
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM)
+    data = tmp_path / "dataset"
+    (data / "clips").mkdir(parents=True)
+    (data / "label_data.json").write_text('{"lanes": []}\n')
+
+    def _run(mode: str = "ok", snapshot: bool = True, name: str = "snap-job"):
+        run_dir = tmp_path / f"run-{name}"
+        spec = TrainSpec(dataset=str(data), processes=2, run_dir=str(run_dir), name=name,
+                         env={"LANE_RUN_DIR": str(run_dir)}, enable_snapshot=snapshot)
+        job = submit(spec, program=[sys.executable, str(program), mode], trainer_args=False)
+        status = job.wait(timeout=240)
+        return job, status, data, run_dir
+
+    return _run
+
+
+def test_a_successful_run_with_snapshot_records_its_run_dir_and_dataset(run_job, tmp_path):
+    job, status, data, run_dir = run_job()
+    assert status.state is JobState.SUCCEEDED, "\n".join(str(line) for line in job.logs())
+    made = get_job(job.name).snapshots()  # from the registry, as a restarted kernel sees it
+    assert sorted(s.labels["role"] for s in made) == ["dataset", "run"]
+    by_role = {s.labels["role"]: s for s in made}
+    assert by_role["run"].volume == str(run_dir.resolve()) and by_role["dataset"].volume == str(data.resolve())
+    assert all(s.labels["job"] == job.name and s.labels["accuracy"] == "0.9125" for s in made)
+    restored = Path(snaps.restore(by_role["run"].id, str(tmp_path / "reproduce")))
+    assert (restored / "checkpoints" / "best.pt").read_bytes() == b"weights" * 100
+    assert "done 0" in (restored / "job.log").read_text()
+    events = [ev for ev in job.events() if ev.kind == "snapshot"]
+    assert sorted(ev.get("snapshot") for ev in events) == sorted(s.id for s in made)
+
+
+def test_failed_runs_and_runs_without_snapshot_make_none(run_job):
+    failed, status, _, _ = run_job(mode="fail", name="snap-fail")
+    assert status.state is JobState.FAILED
+    plain, status, _, _ = run_job(snapshot=False, name="snap-plain")
+    assert status.state is JobState.SUCCEEDED
+    assert failed.snapshots() == [] and plain.snapshots() == [] and snaps.list() == []
