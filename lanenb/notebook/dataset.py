@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import html
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -46,21 +47,67 @@ class DatasetPreview(StaticFallback, widgets.VBox):
         n: frames in the grid (1..64).
         split: the split the grid shows first (train, val or test).
         seed: which frames; the "other frames" button draws new ones.
+        fetch: a dataset name (``"tusimple"``): adds a Fetch button with a progress bar that runs
+            ``lanenb.fetch_dataset(fetch, to=path, **fetch_options)``; ``path`` may then be absent
+            or empty, and the preview appears when the fetch ends.
 
     Raises:
-        DatasetError: ``path`` is not a directory or has no label files, or ``n``/``split`` is bad.
+        DatasetError: ``path`` is not a directory (and no ``fetch``) or has no label files, or
+            ``n``/``split`` is bad.
     """
 
     def __init__(self, path: str | os.PathLike[str], n: int = 8, split: str = "train", seed: int = 0,
-                 **kwargs: Any) -> None:
+                 fetch: str | None = None, fetch_options: dict[str, Any] | None = None, **kwargs: Any) -> None:
         root = Path(path).expanduser()
-        if not root.is_dir():
-            raise DatasetError(f"path={str(path)!r}: no such directory")
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 64:
             raise DatasetError(f"n={n!r}: must be an integer from 1 to 64")
         if split not in SPLITS:
             raise DatasetError(f"split={split!r}: must be one of {', '.join(SPLITS)}")
         self.root, self.n, self.seed = root, n, seed
+        self._png: bytes | None = None
+        self.fetch_row = self._fetch_row(fetch, fetch_options or {}, split) if fetch else None
+        super().__init__(children=[self.fetch_row] if self.fetch_row else [], **kwargs)
+        if fetch and (not root.is_dir() or not any(root.iterdir())):
+            self.problems, self.sizes, self.lane_counts = [], {}, collections.Counter()
+            return  # nothing to show until the Fetch button has filled the folder
+        if not root.is_dir():
+            raise DatasetError(f"path={str(path)!r}: no such directory")
+        self._load(split)
+
+    def _fetch_row(self, dataset: str, options: dict[str, Any], split: str) -> widgets.VBox:
+        """Fetch button + progress bar: ``lanenb.fetch_dataset(dataset, to=path)`` in a thread."""
+        self.fetch_button = widgets.Button(description=f"Fetch {dataset}", icon="download")
+        self.fetch_bar = widgets.FloatProgress(value=0, min=0, max=1, layout=widgets.Layout(width="40%"))
+        self.fetch_status = widgets.HTML("")
+
+        def progress(stage: str, name: str, done: int, total: int | None) -> None:
+            self.fetch_bar.value = done / total if total else 0
+            size = f"{done / 2**20:.1f}" + (f" / {total / 2**20:.1f}" if total else "") + " MiB"
+            self.fetch_status.value = html.escape(f"{stage} {name}: {size}")
+
+        def run() -> None:
+            from lanenb_trainer.datasets.fetch import fetch_dataset
+
+            try:
+                result = fetch_dataset(dataset, self.root, progress=progress, **options)
+                self.fetch_status.value = html.escape(str(result))
+                self.fetch_bar.value = 1
+                self._load(split)
+            except UserError as exc:
+                self.fetch_status.value = f"<span style='color:#c62828'>{html.escape(str(exc))}</span>"
+            finally:
+                self.fetch_button.disabled = False
+
+        def click(_button: Any = None) -> None:
+            self.fetch_button.disabled = True
+            self.fetch_thread = threading.Thread(target=run, name="lanenb-fetch", daemon=True)
+            self.fetch_thread.start()
+
+        self.fetch_button.on_click(click)
+        return widgets.VBox([widgets.HBox([self.fetch_button, self.fetch_bar]), self.fetch_status])
+
+    def _load(self, split: str) -> None:
+        root = self.root
         self.problems = check_dataset(root)
         self.sizes: dict[str, int] = {}
         self.lane_counts: collections.Counter[int] = collections.Counter()
@@ -74,7 +121,7 @@ class DatasetPreview(StaticFallback, widgets.VBox):
             for rec in records:  # the splits are disjoint: every frame counted once
                 self.lane_counts[sum(1 for lane in rec.lanes if any(x >= 0 for x in lane))] += 1
         if not any(self.sizes.values()):
-            raise DatasetError(f"path={str(path)!r}: no labelled frames (expected label_data*.json / "
+            raise DatasetError(f"path={str(root)!r}: no labelled frames (expected label_data*.json / "
                                f"test_label.json in the TuSimple layout)")
         available = [s for s in SPLITS if self.sizes.get(s)]
         self.split = widgets.Dropdown(options=available, value=split if split in available else available[0],
@@ -89,10 +136,10 @@ class DatasetPreview(StaticFallback, widgets.VBox):
         self.problem_box = widgets.HTML(self._problems_html())
         self.split.observe(lambda _c: self._draw(), names="value")
         self.other.on_click(self._next)
-        super().__init__(children=[
+        self.children = ([self.fetch_row] if self.fetch_row else []) + [
             widgets.HTML(f"<b>{html.escape(str(root))}</b>"), widgets.HBox([self.split, self.other]), self.grid,
             widgets.HBox([self.table, self.histogram]), self.problem_box,
-        ], **kwargs)
+        ]
         self._draw()
 
     def _next(self, _button: Any = None) -> None:
