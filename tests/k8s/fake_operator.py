@@ -82,6 +82,7 @@ class FakeCluster:
     workdir: str | None = None
     # pod body -> why the apiserver refuses to create it (quota, Pod Security), or None
     refuse_pods: Callable[[dict], str | None] | None = None
+    stop_delay: float = 0.0  # seconds the kubelet takes to stop a deleted pod (its grace period)
     processes: dict[tuple[str, str], asyncio.subprocess.Process] = field(default_factory=dict)  # by MPIJob
     pod_processes: dict[tuple[str, str], asyncio.subprocess.Process] = field(default_factory=dict)  # by pod
     launched: list[list[str]] = field(default_factory=list)  # argv actually run, for assertions
@@ -212,6 +213,7 @@ class FakeCluster:
         meta = obj["metadata"]
         if res == PODS:
             if kind == "MODIFIED" and meta.get("deletionTimestamp"):  # the kubelet stops the containers
+                await asyncio.sleep(self.stop_delay)
                 proc = self.pod_processes.pop((meta["namespace"], meta["name"]), None)
                 if proc is not None and proc.returncode is None:
                     _killpg(proc)

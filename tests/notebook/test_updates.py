@@ -71,7 +71,7 @@ def test_tail_state_reads_only_the_end_of_a_long_log(scripted):
 
 
 def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
-    from k8s_harness import warm_up  # noqa: E402
+    from k8s_harness import add_pvc, warm_up  # noqa: E402
 
     thread, fake = cluster
     code = ("import sys, time\n"
@@ -84,8 +84,9 @@ def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
 
     _REGISTRY["kubernetes"] = lambda **kw: backend  # this cluster, for Job objects too
     try:
+        add_pvc(thread)
         spec = TrainSpec(dataset="/data", backend="kubernetes", image="registry.example.com/t:1", name="lane-poll",
-                         processes=2)
+                         processes=2, volumes=["data:/data"])
         job = submit(spec)
         seen, cursor = [], None
         deadline = time.monotonic() + 60
