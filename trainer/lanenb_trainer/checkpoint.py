@@ -10,14 +10,20 @@ mid-write never leaves a truncated ``last.pt`` behind.
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from lanenb_trainer.atomic import atomic_open
+from lanenb_trainer.errors import UserError
 
 FORMAT_VERSION = 1
+
+
+class CheckpointError(UserError, ValueError):
+    """A checkpoint that cannot (or must not) be loaded."""
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
@@ -53,12 +59,34 @@ def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, glob
 
 
 def load(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a checkpoint weights-only: tensors, numbers, strings and containers, never code.
+
+    A full unpickle (``weights_only=False``) of ``last.pt`` on a shared volume would run
+    whatever anyone with write access put there. Everything ``make_state`` stores (RNG
+    states are uint8 tensors, config and metrics plain JSON values) loads this way.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        CheckpointError: the file is not a lanenb checkpoint, or it holds objects other
+            than weights (possibly code) and was refused.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "weights only" in str(exc).lower():
+            detail = next((ln.strip() for ln in str(exc).splitlines() if "Unsupported global" in ln), "")
+            detail = detail.split(". Please use")[0]  # torch's advice is to trust it: not ours
+            raise CheckpointError(
+                f"{path} holds objects other than weights and was not loaded (it could run code)"
+                + (f": {detail}" if detail else "") + "; use a checkpoint written by lanenb_trainer") from exc
+        raise CheckpointError(f"{path} is not a readable checkpoint: {exc}") from exc
+    except (RuntimeError, EOFError, KeyError, ValueError, IndexError) as exc:  # not a torch file, truncated
+        raise CheckpointError(f"{path} is not a readable checkpoint: {type(exc).__name__}: {exc}") from exc
     if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{path} is not a lanenb checkpoint (format {FORMAT_VERSION})")
+        raise CheckpointError(f"{path} is not a lanenb checkpoint (format {FORMAT_VERSION})")
     return state
 
 
