@@ -10,7 +10,7 @@ import sys
 from typing import Sequence
 
 # module name -> registers one or more top-level commands
-COMMAND_MODULES = ("data", "eval", "train", "demo", "jobs", "notebook", "predict")
+COMMAND_MODULES = ("data", "eval", "train", "demo", "jobs", "notebook", "predict", "snap")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JobView", "TrainPanel", "DatasetPreview", "PredictionViewer"]
+__all__ = ["JobView", "TrainPanel", "DatasetPreview", "PredictionViewer", "SnapshotBrowser"]
 
 
 def __getattr__(name: str) -> Any:  # lazy: %load_ext lanenb does not pay for every panel
     modules = {"JobView": "view", "TrainPanel": "panel", "DatasetPreview": "dataset",
-               "PredictionViewer": "predictions"}
+               "PredictionViewer": "predictions", "SnapshotBrowser": "snapshots"}
     if name in modules:
         import importlib
 

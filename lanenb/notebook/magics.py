@@ -281,7 +281,31 @@ class LaneMagics(Magics):
             view.show()
             view.start()
 
+    @line_magic
+    @_user_errors
+    def lanesnap(self, line: str) -> None:
+        """Snapshots: %lanesnap list|show|diff|restore|delete|verify|create ... (see lanenb.snapshots)."""
+        from IPython.display import display
 
+        from lanenb.snapshots.commands import run_snap
+
+        result = run_snap(_SNAP_PARSER.parse_args(arg_split(line, posix=True)))
+        if isinstance(result, Table):
+            display(result.mimebundle(), raw=True)
+        else:
+            print(result)
+
+
+def snap_parser() -> MagicArgumentParser:
+    """``%lanesnap``'s parser: the actions of ``lanenb snap`` (one definition for both)."""
+    from lanenb.snapshots.commands import add_snap_arguments
+
+    return add_snap_arguments(MagicArgumentParser(prog="%lanesnap", description=(
+        "Versions of datasets and runs: %lanesnap list, %lanesnap diff A B, %lanesnap restore ID NEW_DIR")))
+
+
+_SNAP_PARSER = snap_parser()
+LaneMagics.lanesnap.__doc__ = _SNAP_PARSER.format_help()
 LaneMagics.lanetrain.__doc__ = _PARSER.format_help()
 LaneMagics.lanescale.__doc__ = _SCALE_PARSER.format_help()
 

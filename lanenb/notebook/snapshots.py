@@ -1,0 +1,121 @@
+"""``SnapshotBrowser()``: the versions of datasets and runs in a notebook.
+
+A table of snapshots (job, accuracy, date, size), a list to pick from, **Diff** for two picked
+versions, **Restore** for one: it asks for a new directory / PVC name and restores only after
+**Confirm** (never into an existing target). Errors show as a red line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+
+from lanenb.errors import UserError
+from lanenb.snapshots import SnapshotError, SnapshotStore, get_store
+from lanenb.snapshots.base import fmt_size
+from lanenb.snapshots.commands import job_of, registry_links, versions_table
+
+__all__ = ["SnapshotBrowser"]
+
+
+class SnapshotBrowser(widgets.VBox):
+    """Browse, diff and restore snapshots.
+
+    Args:
+        backend: "local" (default) or "kubernetes", or a store object.
+        volume: only the snapshots of this directory / PVC.
+        labels: only snapshots with these labels (e.g. ``{"job": "lane-1"}``).
+        **opts: store options (Kubernetes: ``namespace``, ``context``, ``kubeconfig``).
+    """
+
+    def __init__(self, backend: str | SnapshotStore = "local", *, volume: str | None = None,
+                 labels: dict[str, str] | None = None, **opts: Any) -> None:
+        self.store = get_store(backend, **opts)
+        self.volume, self.labels = volume, labels
+        self.snapshots: list[Any] = []
+        self.table = widgets.HTML()
+        self.pick = widgets.SelectMultiple(options=[], rows=6, description="versions",
+                                           layout=widgets.Layout(width="95%"))
+        self.diff_button = widgets.Button(description="Diff", tooltip="files added/removed/changed between two")
+        self.restore_button = widgets.Button(description="Restore", tooltip="restore one into a new volume")
+        self.refresh_button = widgets.Button(description="Refresh")
+        self.new_name = widgets.Text(placeholder="new directory or PVC name", description="restore to")
+        self.confirm_button = widgets.Button(description="Confirm", button_style="warning")
+        self.cancel_button = widgets.Button(description="Cancel")
+        self.confirm_box = widgets.HBox([self.new_name, self.confirm_button, self.cancel_button],
+                                        layout=widgets.Layout(display="none"))
+        self.message = widgets.HTML()
+        self.result = widgets.HTML()
+        self.diff_button.on_click(lambda _: self.diff_selected())
+        self.restore_button.on_click(lambda _: self.start_restore())
+        self.confirm_button.on_click(lambda _: self.confirm_restore())
+        self.cancel_button.on_click(lambda _: self._hide_confirm())
+        self.refresh_button.on_click(lambda _: self.refresh())
+        super().__init__([self.table, self.pick,
+                          widgets.HBox([self.diff_button, self.restore_button, self.refresh_button]),
+                          self.confirm_box, self.message, self.result])
+        self.refresh()
+
+    # ------------------------------------------------------------------ actions
+    def _error(self, exc: Exception) -> None:
+        self.message.value = f"<span style='color:#b00020'>{html.escape(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc))}</span>"
+
+    def _info(self, text: str) -> None:
+        self.message.value = f"<span>{html.escape(text)}</span>"
+
+    def refresh(self) -> None:
+        try:
+            self.snapshots = self.store.list(self.volume, self.labels)
+            links = registry_links()
+        except (UserError, SnapshotError) as exc:
+            self._error(exc)
+            return
+        self.table.value = versions_table(self.snapshots, links).html()
+        self.pick.options = [(f"{s.id}  {s.name}  job={job_of(s, links)}  acc={s.labels.get('accuracy', '-')}  "
+                              f"{s.created_text}  {fmt_size(s.size)}", s.id) for s in self.snapshots]
+
+    def diff_selected(self) -> None:
+        chosen = list(self.pick.value)
+        if len(chosen) != 2:
+            self._error(ValueError(f"pick exactly two versions to diff (picked {len(chosen)})"))
+            return
+        order = [s.id for s in self.snapshots]
+        a, b = sorted(chosen, key=order.index)  # older -> newer
+        try:
+            diff = self.store.diff(a, b)
+        except (UserError, SnapshotError) as exc:
+            self._error(exc)
+            return
+        rows = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in diff.rows())
+        self.result.value = (f"<b>{html.escape(diff.summary())}</b><table><tr><th></th><th>path</th>"
+                             f"<th>before</th><th>after</th></tr>{rows}</table>")
+        self._info("")
+
+    def start_restore(self) -> None:
+        chosen = list(self.pick.value)
+        if len(chosen) != 1:
+            self._error(ValueError(f"pick exactly one version to restore (picked {len(chosen)})"))
+            return
+        self.confirm_box.layout.display = "flex"
+        self._info(f"restore {chosen[0]}: type a NEW name and press Confirm (existing targets are refused)")
+
+    def _hide_confirm(self) -> None:
+        self.confirm_box.layout.display = "none"
+
+    def confirm_restore(self) -> str | None:
+        chosen = list(self.pick.value)
+        target = self.new_name.value.strip()
+        if len(chosen) != 1 or not target:
+            self._error(ValueError("pick one version and type a new name first"))
+            return None
+        try:
+            done = self.store.restore(chosen[0], target)
+        except (UserError, SnapshotError) as exc:
+            self._error(exc)
+            return None
+        self._hide_confirm()
+        self.new_name.value = ""
+        self._info(f"restored {chosen[0]} into {done}")
+        return done
