@@ -144,15 +144,14 @@ def env_entries(spec: "TrainSpec", *, redact: bool = False) -> list[dict[str, An
 
 
 def mpirun_argv(spec: "TrainSpec", run_dir: str | None = None) -> list[str]:
-    """The launcher's full argv: mpirun options, then the trainer entry point and its flags."""
-    argv = [
-        "mpirun", "--allow-run-as-root", "-np", str(spec.processes),
-        "-bind-to", "none", "-map-by", "slot", "--tag-output",
-        "-mca", "pml", "ob1", "-mca", "btl", "^openib",
-    ]
-    for name in [*PASSTHROUGH, *_env_for(spec)]:
-        argv += ["-x", name]
-    return argv + TRAINER_ENTRYPOINT + spec.trainer_args(run_dir or cluster_run_dir(spec))
+    """The launcher's full argv: mpirun options, then the trainer entry point and its flags
+    (built by ``lanenb.launch.mpirun.build_mpirun_argv``, the one builder local jobs use too)."""
+    from lanenb.launch.mpirun import build_mpirun_argv
+
+    return build_mpirun_argv(
+        spec.processes, spec.trainer_args(run_dir or cluster_run_dir(spec)), env=[*PASSTHROUGH, *_env_for(spec)],
+        mpirun="mpirun", allow_root=True, oversubscribe=False, default_exports=(),
+        extra_mpi_args=["--mca", "pml", "ob1", "--mca", "btl", "^openib"], entrypoint=TRAINER_ENTRYPOINT)
 
 
 def _pod_spec(spec: "TrainSpec", container: dict[str, Any], *, volumes: bool) -> dict[str, Any]:
