@@ -18,6 +18,7 @@ command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
   || command -v mpicxx >/dev/null || need_apt+=(libopenmpi-dev)
 command -v cmake >/dev/null || need_apt+=(cmake)
 command -v g++ >/dev/null || need_apt+=(g++)
+command -v restic >/dev/null || need_apt+=(restic)  # the local snapshot store
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> apt-get install ${need_apt[*]}"
   SUDO=(); [ "$(id -u)" -eq 0 ] || SUDO=(sudo)
