@@ -59,6 +59,8 @@ def test_quickstart_trains_and_keeps_charts_and_metrics(tmp_path):
     fn = float(metrics.split("FN ")[1].split()[0])
     assert 0.0 <= acc <= 1.0 and 0.0 <= fp <= 1.0 and 0.0 <= fn <= 1.0 and "succeeded" in metrics
     assert "succeeded" in text_of(outputs(nb, "%lanejobs"))
+    snapped = text_of(outputs(nb, "snaps.restore("))  # --snapshot kept run dir + dataset; restored anew
+    assert "model restored: True" in snapped and "metrics.json" in snapped and "dataset" in snapped
     viewer = outputs(nb, "PredictionViewer(job)")
     assert pngs(viewer) and "worst frames" in text_of(viewer)
     assert "launch panel ready: no problems" in text_of(outputs(nb, "TrainPanel("))
