@@ -5,7 +5,7 @@
 
 One worker = one process with one OpenCV/torch thread (what ``build_loader`` sets up), so the
 figures are per worker; multiply by NUM_WORKERS for a rank. The pipeline is the training path:
-decode 1280x720 JPEG -> one warpAffine (resize + scale/crop + rotation + flip) -> lane mask ->
+decode 1280x720 JPEG -> crop + resize (+ flip), or one warpAffine for rotated frames -> lane mask ->
 colour jitter + normalisation -> tensors. Goal: pipeline >= 0.70 of pure decode.
 Rates are frames per CPU-second of this process (what one worker costs a core) and per
 wall-second; each measure is repeated, interleaved, and the best round is reported, because

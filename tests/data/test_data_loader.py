@@ -113,3 +113,19 @@ def test_evaluation_loaders_share_the_training_worker_policy(synth_root):
     seen = [int(i) for loader in shards for batch in loader for i in batch["index"]]
     assert sorted(seen) == list(range(len(ds)))
     assert build_eval_loader(ds, 2, rank=len(ds), world_size=len(ds) + 1) is None  # an empty shard
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_starting_a_loader_leaves_the_global_rng_alone(synth_root, workers):
+    """The global RNG drives dropout and is saved in checkpoints; a loader that drew its
+    workers' seed from it would shift every later dropout mask of a resumed run (whose
+    loaders start at other moments than the original run's)."""
+    from lanenb_trainer.data.loader import build_eval_loader, build_loader
+    from lanenb_trainer.data.tusimple import TuSimpleDataset
+
+    ds = TuSimpleDataset(synth_root, "test", size=(64, 160), normalize=False)
+    for loader in (build_loader(ds, 2, num_workers=workers), build_eval_loader(ds, 2, num_workers=workers)):
+        torch.manual_seed(7)
+        before = torch.get_rng_state()
+        next(iter(loader))
+        assert torch.equal(torch.get_rng_state(), before)

@@ -28,9 +28,13 @@ def test_loss_weights_background_and_existence():
     exist = torch.zeros(1, 4)
     total, s, e = scnn_loss(seg, torch.full((1, 4), -20.0), mask, exist)
     assert total.item() == pytest.approx(s.item() + 0.1 * e.item())
-    mask[0, 0, 0] = 2  # one lane pixel predicted as background costs more than its share
+    # background pixels weigh 0.4 against 1 for lane pixels in the mean (the SCNN paper's):
+    mask[0, 0, 0] = 2
     _, s2, _ = scnn_loss(seg, torch.zeros(1, 4), mask, exist)
-    assert s2.item() > s.item()
+    per_pixel = torch.nn.functional.cross_entropy(seg, mask, reduction="none")[0].flatten()
+    weights = torch.tensor([1.0, 0.4, 0.4, 0.4])  # pixel (0, 0) is the lane pixel
+    assert s2.item() == pytest.approx(float((per_pixel * weights).sum() / weights.sum()), rel=1e-6)
+    assert s2.item() != pytest.approx(float(per_pixel.mean()), rel=1e-3)
 
 
 def test_atomic_save_and_compatibility(tmp_path):

@@ -16,8 +16,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+# The one list of each (engines/, models/ and the notebook side import these names).
 ENGINES = ("auto", "horovod", "ddp")
 BACKBONES = ("small", "vgg16", "resnet18", "resnet34")
+IMAGENET_BACKBONES = ("vgg16", "resnet18", "resnet34")  # with a torchvision ImageNet layout
 
 # RUN:AI guide variable -> TrainConfig field
 ENV_DEFAULTS = {
@@ -269,8 +271,8 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"--weights {c.weights!r}: no such file")
     if c.backbone_weights and not Path(c.backbone_weights).is_file():
         raise ConfigError(f"--backbone-weights {c.backbone_weights!r}: no such file")
-    if c.backbone_weights and c.backbone not in ("vgg16", "resnet18", "resnet34"):
-        raise ConfigError(f"--backbone-weights needs an ImageNet backbone (vgg16, resnet18, resnet34), "
+    if c.backbone_weights and c.backbone not in IMAGENET_BACKBONES:
+        raise ConfigError(f"--backbone-weights needs an ImageNet backbone ({', '.join(IMAGENET_BACKBONES)}), "
                           f"not --backbone {c.backbone!r}")
     if c.enable_snapshot and not c.pvc_name:
         raise ConfigError("--enable-snapshot (or env ENABLE_SNAPSHOT=true) needs --pvc-name (or env PVC_NAME)")

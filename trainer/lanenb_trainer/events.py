@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
 
 PREFIX = "@lanenb "
@@ -116,3 +117,52 @@ def parse_lines(lines: Iterable[str]) -> Iterator[Event]:
         ev = parse_line(line)
         if ev is not None:
             yield ev
+
+
+# mpirun --tag-output forwards output in ~4 KiB chunks; keep each event in one chunk so
+# every consumer (local launcher, pod logs) sees it whole.
+MAX_EVENT_CHARS = 3800
+
+
+def _shrink(fields: dict[str, Any]) -> dict[str, Any]:
+    """Cut long strings (tracebacks keep their end: the raising frame and the message)."""
+    out = dict(fields)
+    for key, value in fields.items():
+        if isinstance(value, str) and len(value) > 1200:
+            out[key] = "…" + value[-1200:] if key == "traceback" else value[:1200] + "…"
+        elif isinstance(value, dict) and len(json.dumps(value, default=str)) > 1500:
+            out[key] = {k: v for k, v in value.items() if not isinstance(v, (dict, list))}
+    return out
+
+
+class EventLog:
+    """The trainer's event writer: ``@lanenb`` lines to stdout; on rank 0 also appended to ``events.jsonl`` in the run dir."""
+
+    def __init__(self, rank: int, path: Path | None = None) -> None:
+        self.rank = rank
+        self.path = path
+        self._lock = threading.Lock()
+        self._file = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(path, "a", encoding="utf-8")
+
+    def __call__(self, kind: str, rank: int | None = None, **fields: Any) -> None:
+        line = format_event(kind, self.rank if rank is None else rank, **fields)
+        if len(line) > MAX_EVENT_CHARS:
+            line = format_event(kind, self.rank if rank is None else rank, **_shrink(fields))
+        with self._lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+            if self._file is not None:
+                self._file.write(line[len(PREFIX):] + "\n")
+                self._file.flush()
+
+    def log(self, message: str, **fields: Any) -> None:
+        self("log", message=message, **fields)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None

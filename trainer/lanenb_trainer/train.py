@@ -9,18 +9,15 @@ collective until a timeout.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-import torch.nn.functional as F
 
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer import events
@@ -29,10 +26,10 @@ from lanenb_trainer.config import ConfigError, TrainConfig, parse_config
 from lanenb_trainer.engines import Engine, EngineError, get_engine
 from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.data.augment import normalize_images
+from lanenb_trainer.data.masks import NUM_SLOTS
+from lanenb_trainer.events import MAX_EVENT_CHARS, EventLog  # noqa: F401 - re-exported
+from lanenb_trainer.recipe import BACKGROUND_WEIGHT, EXIST_WEIGHT, lr_at, scnn_loss  # noqa: F401
 
-BACKGROUND_WEIGHT = 0.4
-EXIST_WEIGHT = 0.1
-NUM_LANES = 4
 
 # Test-only fault injection: the rank LANENB_FAULT_RANK raises at global step LANENB_FAULT_STEP.
 FAULT_RANK_VAR = "LANENB_FAULT_RANK"
@@ -41,76 +38,6 @@ FAULT_STEP_VAR = "LANENB_FAULT_STEP"
 
 class Cancelled(Exception):
     """SIGTERM/SIGINT from the launcher (Ctrl-C, job cancel)."""
-
-
-# mpirun --tag-output forwards output in ~4 KiB chunks; keep each event in one chunk so
-# every consumer (local launcher, pod logs) sees it whole.
-MAX_EVENT_CHARS = 3800
-
-
-def _shrink(fields: dict[str, Any]) -> dict[str, Any]:
-    """Cut long strings (tracebacks keep their end: the raising frame and the message)."""
-    out = dict(fields)
-    for key, value in fields.items():
-        if isinstance(value, str) and len(value) > 1200:
-            out[key] = "…" + value[-1200:] if key == "traceback" else value[:1200] + "…"
-        elif isinstance(value, dict) and len(json.dumps(value, default=str)) > 1500:
-            out[key] = {k: v for k, v in value.items() if not isinstance(v, (dict, list))}
-    return out
-
-
-class EventLog:
-    """``@lanenb`` lines to stdout; on rank 0 also appended to ``events.jsonl`` in the run dir."""
-
-    def __init__(self, rank: int, path: Path | None = None) -> None:
-        self.rank = rank
-        self.path = path
-        self._lock = threading.Lock()
-        self._file = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "a", encoding="utf-8")
-
-    def __call__(self, kind: str, rank: int | None = None, **fields: Any) -> None:
-        line = events.format_event(kind, self.rank if rank is None else rank, **fields)
-        if len(line) > MAX_EVENT_CHARS:
-            line = events.format_event(kind, self.rank if rank is None else rank, **_shrink(fields))
-        with self._lock:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-            if self._file is not None:
-                self._file.write(line[len(events.PREFIX):] + "\n")
-                self._file.flush()
-
-    def log(self, message: str, **fields: Any) -> None:
-        self("log", message=message, **fields)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
-
-def lr_at(step: int, cfg: TrainConfig, world_size: int, total_steps: int) -> float:
-    """Poly decay with linear warm-up; the base LR is scaled linearly by the world size.
-
-    A pure function of the global step, so a resumed run follows the schedule exactly.
-    """
-    base = cfg.lr * world_size
-    warm = min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps > 0 else 1.0
-    progress = min(step, total_steps) / max(1, total_steps)
-    return base * warm * (1.0 - progress) ** cfg.poly_power
-
-
-def scnn_loss(seg_logits: torch.Tensor, exist_logits: torch.Tensor, mask: torch.Tensor,
-              exist: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Weighted CE (background 0.4) + 0.1 x lane-existence BCE, as the SCNN paper trains."""
-    weight = torch.ones(seg_logits.shape[1], device=seg_logits.device, dtype=torch.float32)
-    weight[0] = BACKGROUND_WEIGHT
-    seg = F.cross_entropy(seg_logits.float(), mask, weight=weight)
-    ex = F.binary_cross_entropy_with_logits(exist_logits.float(), exist.float())
-    return seg + EXIST_WEIGHT * ex, seg.detach(), ex.detach()
 
 
 def param_checksum(model: torch.nn.Module, *, buffers: bool = False) -> str:
@@ -193,7 +120,7 @@ class Trainer:
 
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
-        model = build_model(cfg.backbone, num_lanes=NUM_LANES, input_size=cfg.image_size, weights=cfg.weights)
+        model = build_model(cfg.backbone, num_lanes=NUM_SLOTS, input_size=cfg.image_size, weights=cfg.weights)
         if cfg.backbone_weights and not cfg.resume:
             from lanenb_trainer.models.pretrained import load_backbone_weights
 
@@ -382,7 +309,7 @@ class Trainer:
             model=self.model, optimizer=self.optimizer, scaler=self.scaler, epoch=self.epoch,
             step_in_epoch=self.step_in_epoch, global_step=self.global_step, lr=self.lr,
             best=self.best, config=self.cfg.to_dict(), world_size=self.engine.world_size,
-            model_args={"backbone": self.cfg.backbone, "num_lanes": NUM_LANES,
+            model_args={"backbone": self.cfg.backbone, "num_lanes": NUM_SLOTS,
                         "input_size": list(self.cfg.image_size)})
         path = ckpt.save_atomic(state, self.run_dir / "checkpoints" / "last.pt")
         self.emit("checkpoint", path=str(path), epoch=self.epoch, step=self.global_step, best=False)

@@ -6,8 +6,9 @@ about half the cost, and the lane points go through that crop's exact matrix
 (:func:`crop_resize_window`).
 
 Geometry (resize to the network input, random scale/crop, small rotation, horizontal flip)
-is a single 2x3 affine matrix: the decoded frame goes through *one* ``cv2.warpAffine`` and the
-lane points through the same matrix, so image and mask can never disagree. Colour jitter
+is a single 2x3 affine matrix: the decoded frame goes through one ``cv2.warpAffine`` (rotated
+frames) or one crop + ``cv2.resize`` (the others) and the lane points through that same
+matrix, so image and mask can never disagree. Colour jitter
 (brightness, contrast, saturation), BGR->RGB and ImageNet normalisation are one 3x4 colour
 matrix applied with ``cv2.transform``. Contrast pivots on mid-grey (128) rather than the
 frame's mean and nothing is clipped - both keep the colour step linear and cheap.

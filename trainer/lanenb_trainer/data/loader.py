@@ -117,18 +117,27 @@ def build_loader(dataset: Dataset, batch_size: int, *, rank: int = 0, world_size
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
-                      pin_memory=pin_memory, drop_last=drop_last, **worker_policy(num_workers))
+                      pin_memory=pin_memory, drop_last=drop_last, **worker_policy(num_workers, seed))
 
 
-def worker_policy(num_workers: int) -> dict:
-    """The one loader-worker policy of every loader (training and evaluation alike)."""
+def worker_policy(num_workers: int, seed: int = 0) -> dict:
+    """The one loader policy of every loader (training and evaluation alike).
+
+    Every loader gets its own seeded ``generator``: a DataLoader otherwise draws its workers'
+    base seed from the global torch RNG each time it starts an iterator, and that RNG also
+    drives dropout, so a resumed run (whose loaders start at other moments than the original
+    run's) would see other dropout masks from then on. With its own generator, starting a
+    loader never touches the global RNG and the checkpoint's RNG state stays exact.
+    """
+    generator = torch.Generator()
+    generator.manual_seed(int(seed))
     if num_workers <= 0:
-        return {}
+        return {"generator": generator}
     # forkserver, not fork: a worker forked from a rank whose OpenCV/OpenMP thread pools
     # (or MPI) are already running can deadlock; the fork server is a clean process.
     ctx = "forkserver" if "forkserver" in mp.get_all_start_methods() else None
     return {"persistent_workers": True, "prefetch_factor": 2, "worker_init_fn": worker_init,
-            "multiprocessing_context": ctx}
+            "multiprocessing_context": ctx, "generator": generator}
 
 
 def build_eval_loader(dataset: Dataset, batch_size: int, *, rank: int = 0, world_size: int = 1,

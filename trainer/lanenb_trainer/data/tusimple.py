@@ -1,12 +1,14 @@
 """``TuSimpleDataset``: frames of a TuSimple root as SCNN training samples.
 
 A sample is ``{"image": float32[3,H,W] (ImageNet-normalised RGB), "mask": int64[H,W]
-(0 background, 1..4 lane slots, see :mod:`.masks`), "exist": float32[4], "index": int}``.
+(0 background, 1..4 lane slots, see :mod:`.masks`), "exist": float32[4], "index": int}``;
+with ``normalize=False`` (what the trainer's loader workers use) image and mask are uint8.
 
 Per frame: decode the JPEG (with ``simplejpeg`` when installed - the same libjpeg-turbo with
-SIMD, about twice as fast as ``cv2.imread`` - or at 1/2, 1/4 or 1/8 scale straight from the
-DCT when that is still at least the output size), one ``warpAffine`` for resize + augmentation, lanes drawn at output
-resolution with the same matrix, one ``cv2.transform`` for colour jitter + normalisation.
+SIMD - or at 1/2, 1/4 or 1/8 scale straight from the DCT when that is still at least the
+output size); then the geometry: a crop + ``cv2.resize`` (+ flip) for unrotated frames, one
+``cv2.warpAffine`` for rotated ones (see :mod:`.augment`); lanes drawn at output resolution
+through the same (exact) matrix; one ``cv2.transform`` for colour jitter.
 Augmentation is drawn from (seed, epoch, index); the sampler of :func:`.loader.build_loader`
 hands ``(epoch, index)`` pairs to the workers, so persistent workers follow the epoch too.
 """

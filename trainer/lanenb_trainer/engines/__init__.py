@@ -13,7 +13,7 @@ from lanenb_trainer.engines.base import Engine, EngineError
 
 __all__ = ["Engine", "EngineError", "get_engine", "horovod_available", "ENGINE_NAMES"]
 
-ENGINE_NAMES = ("auto", "horovod", "ddp")
+from lanenb_trainer.config import ENGINES as ENGINE_NAMES
 
 
 def horovod_available() -> bool:

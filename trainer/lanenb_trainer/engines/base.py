@@ -73,9 +73,20 @@ class Engine(ABC):
     def gather_objects(self, obj: Any) -> list[Any]:
         """Every rank's picklable object, in rank order, on every rank."""
 
-    @abstractmethod
     def allreduce_gradients(self, params: list[torch.Tensor]) -> None:
-        """Average the ``.grad`` of ``params`` in place (used by bench/scaling.py to time the exchange)."""
+        """Average the ``.grad`` of ``params`` in place, as one flat buffer (one collective).
+
+        Used by bench/scaling.py to time the gradient exchange the engines do in training.
+        """
+        if self.world_size == 1:
+            return
+        grads = [p.grad for p in params if p.grad is not None]
+        flat = self.allreduce_sum(torch.cat([g.reshape(-1) for g in grads])) / self.world_size
+        offset = 0
+        for g in grads:
+            n = g.numel()
+            g.copy_(flat[offset:offset + n].view_as(g))
+            offset += n
 
     def barrier(self) -> None:
         self.allreduce_sum(torch.zeros(1, device=self.device))

@@ -95,19 +95,6 @@ class DDPEngine(Engine):
         dist.all_gather_object(out, obj)
         return out
 
-    def allreduce_gradients(self, params) -> None:
-        if not self.distributed:
-            return
-        grads = [p.grad for p in params if p.grad is not None]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-        flat /= self.world_size
-        offset = 0
-        for g in grads:
-            n = g.numel()
-            g.copy_(flat[offset:offset + n].view_as(g))
-            offset += n
-
     def no_sync(self, model):
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):
             return model.no_sync()

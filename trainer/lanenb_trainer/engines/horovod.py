@@ -63,18 +63,6 @@ class HorovodEngine(Engine):
         # wrapped: Horovod 0.28's allgather_object never returns when a rank passes a bare None
         return [item[0] for item in self.hvd.allgather_object((obj,))]
 
-    def allreduce_gradients(self, params) -> None:
-        if self.world_size == 1:
-            return
-        grads = [p.grad for p in params if p.grad is not None]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        flat = self.hvd.allreduce(flat, op=self.hvd.Average)
-        offset = 0
-        for g in grads:
-            n = g.numel()
-            g.copy_(flat[offset:offset + n].view_as(g))
-            offset += n
-
     def barrier(self) -> None:
         if self.world_size > 1:
             self.hvd.barrier()

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-NO_POINT = -2
+from lanenb_trainer.data.labels import NO_POINT
 
 __all__ = ["NO_POINT", "batch_to_predictions", "probmaps_to_lanes"]
 

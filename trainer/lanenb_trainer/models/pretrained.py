@@ -21,6 +21,8 @@ from typing import Any, Mapping
 import torch
 import torch.nn as nn
 
+from lanenb_trainer.config import IMAGENET_BACKBONES
+
 __all__ = ["load_backbone_weights", "TORCHVISION_VGG16_BN_CONVS"]
 
 # torchvision's vgg16_bn features: conv indices (a conv, BN, ReLU triple per conv; "M" pools)
@@ -91,7 +93,7 @@ def load_backbone_weights(model: nn.Module, backbone: str, path: str | os.PathLi
         FileNotFoundError / ValueError: no such file, not a state dict, a backbone without an
         ImageNet layout (``small``), or no key matched (the wrong architecture's file).
     """
-    if backbone not in ("vgg16", "resnet18", "resnet34"):
+    if backbone not in IMAGENET_BACKBONES:
         raise ValueError(f"--backbone-weights: backbone {backbone!r} has no ImageNet layout; "
                          "use vgg16 (VGG16-BN weights), resnet18 or resnet34")
     src = _read(path)

@@ -1,0 +1,38 @@
+"""The training recipe's formulas: the SCNN loss and the learning-rate schedule.
+
+Pure functions of their inputs (no rank, no engine), so tests and ``bench/scaling.py`` use
+them without a training run, and a resumed run follows the schedule exactly.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from lanenb_trainer.config import TrainConfig
+
+__all__ = ["BACKGROUND_WEIGHT", "EXIST_WEIGHT", "lr_at", "scnn_loss"]
+
+BACKGROUND_WEIGHT = 0.4  # the SCNN paper's class weight for background pixels
+EXIST_WEIGHT = 0.1  # weight of the lane-existence BCE beside the segmentation CE
+
+
+def lr_at(step: int, cfg: TrainConfig, world_size: int, total_steps: int) -> float:
+    """Poly decay with linear warm-up; the base LR is scaled linearly by the world size.
+
+    A pure function of the global step, so a resumed run follows the schedule exactly.
+    """
+    base = cfg.lr * world_size
+    warm = min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps > 0 else 1.0
+    progress = min(step, total_steps) / max(1, total_steps)
+    return base * warm * (1.0 - progress) ** cfg.poly_power
+
+
+def scnn_loss(seg_logits: torch.Tensor, exist_logits: torch.Tensor, mask: torch.Tensor,
+              exist: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Weighted CE (background 0.4) + 0.1 x lane-existence BCE, as the SCNN paper trains."""
+    weight = torch.ones(seg_logits.shape[1], device=seg_logits.device, dtype=torch.float32)
+    weight[0] = BACKGROUND_WEIGHT
+    seg = F.cross_entropy(seg_logits.float(), mask, weight=weight)
+    ex = F.binary_cross_entropy_with_logits(exist_logits.float(), exist.float())
+    return seg + EXIST_WEIGHT * ex, seg.detach(), ex.detach()
