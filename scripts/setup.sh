@@ -19,6 +19,8 @@ command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
 command -v cmake >/dev/null || need_apt+=(cmake)
 command -v g++ >/dev/null || need_apt+=(g++)
 command -v restic >/dev/null || need_apt+=(restic)  # the local snapshot store
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # tests/multihost: one sshd per simulated worker host
+command -v ip >/dev/null || need_apt+=(iproute2)  # ip netns, veth, tc netem (tests/multihost, bench/multihost.py)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> apt-get install ${need_apt[*]}"
   SUDO=(); [ "$(id -u)" -eq 0 ] || SUDO=(sudo)
