@@ -224,39 +224,82 @@ def iter_output(stream: Iterable[str]) -> Iterator[OutputLine]:
     yield from parser.flush()
 
 
-def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> int:
-    """Stop mpirun and every rank: ``sig`` to mpirun's process group and SIGTERM to each rank
-    (ranks may live in their own process groups), SIGKILL to whatever is left after ``grace`` s.
+def stop_ranks(mpirun_pid: int, ranks: Sequence[Any], grace: float, *, sig: int = signal.SIGTERM,
+               say: Callable[[str], None] | None = None) -> int:
+    """Give each rank exactly one ``sig`` and ``grace`` seconds, then SIGKILL; returns how
+    many ranks had to be killed.
 
-    The ranks are looked up before signalling: once mpirun is gone they are re-parented and
-    could no longer be found.
+    mpirun is held (SIGSTOP) meanwhile and continued afterwards: Open MPI reacts to the first
+    rank that exits non-zero by killing the others after one second, and to a second
+    signal by terminating at once, either of which would cut off a rank that is still
+    writing its last checkpoint and its ``end(status=cancelled)`` event. The ranks' output
+    waits in their pipes and is forwarded when mpirun continues. ``ranks`` are
+    ``psutil.Process`` objects (mpirun's direct children).
+    """
+    import psutil
+
+    def running(proc: Any) -> bool:
+        try:
+            return proc.status() != psutil.STATUS_ZOMBIE  # a zombie has stopped: mpirun reaps it later
+        except psutil.Error:
+            return False
+
+    def wait_gone(procs: list[Any], seconds: float) -> list[Any]:
+        deadline = time.monotonic() + seconds
+        while True:
+            procs = [p for p in procs if running(p)]
+            if not procs or time.monotonic() >= deadline:
+                return procs
+            time.sleep(0.05)
+
+    _kill(mpirun_pid, signal.SIGSTOP)
+    try:
+        for proc in ranks:
+            try:
+                proc.send_signal(sig)  # the trainer turns it into end(status=cancelled)
+            except psutil.Error:
+                pass
+        alive = wait_gone(list(ranks), grace)
+        if alive and say is not None:
+            say(f"{len(alive)} rank(s) still running after {grace:g} s: SIGKILL")
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        wait_gone(alive, 5.0)
+        return len(alive)
+    finally:
+        _kill(mpirun_pid, signal.SIGCONT)
+
+
+def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> int:
+    """Stop mpirun and every rank: one ``sig`` to each rank (ranks live in process groups of
+    their own), SIGKILL after ``grace`` s (see :func:`stop_ranks`), then mpirun winds down;
+    its process group gets SIGKILL if it has not exited ``grace`` s later.
     """
     import psutil
 
     if proc.poll() is not None:
         return proc.returncode
     try:
-        ranks = psutil.Process(proc.pid).children(recursive=True)
+        ranks = psutil.Process(proc.pid).children()
     except psutil.NoSuchProcess:
         ranks = []
-    _killpg(proc.pid, sig)
-    for p in ranks:
-        try:
-            p.send_signal(signal.SIGTERM)  # the trainer turns it into end(status=cancelled)
-        except psutil.NoSuchProcess:
-            pass
+    stop_ranks(proc.pid, ranks, grace, sig=sig)
     try:
-        proc.wait(timeout=grace)
+        proc.wait(timeout=grace + 5)
     except subprocess.TimeoutExpired:
         _killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    _, alive = psutil.wait_procs(ranks, timeout=grace)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
     return proc.returncode
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _killpg(pgid: int, sig: int) -> None:

@@ -148,3 +148,26 @@ def test_bad_backend_options_are_named(bad):
     key, value = next(iter(bad.items()))
     with pytest.raises(ValueError, match=rf"{key}={value!r}"):
         LocalBackend(**bad)
+
+
+def test_console_stop_gives_a_slow_rank_time_to_write_its_cancelled_event(rank_program, tmp_path):
+    """``lanenb train``'s Ctrl-C path (``mpirun.stop``) follows the same one-signal rule."""
+    import threading
+
+    from lanenb.launch.mpirun import iter_output, launch_env, start_local, stop
+
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    proc = start_local(2, ["1000", "0.1", str(pid_dir), "slowstop"], program=[str(rank_program)],
+                       env=launch_env(extra={"LANE_RUN_DIR": str(tmp_path)}))
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter_output(proc.stdout)), daemon=True)
+    reader.start()
+    _wait_for(lambda: sum(1 for ln in list(lines) if ln.event is not None and ln.event.kind == "step") >= 2,
+              what="both ranks stepping")
+    stop(proc, grace=6.0)
+    reader.join(timeout=30)
+    ends = {ln.rank: ln.event.get("status") for ln in lines if ln.event is not None and ln.event.kind == "end"}
+    assert ends == {0: "cancelled", 1: "cancelled"}, [ln.text for ln in lines][-10:]
+    assert sorted(ln.text for ln in lines if "got signal" in ln.text) == ["rank 0 got signal 15",
+                                                                         "rank 1 got signal 15"]

@@ -161,14 +161,9 @@ class LocalBackend(Backend):
             # the trainer's own validation, before anything starts: a missing dataset fails
             # here in the notebook cell, not in a detached process
             parse_config(args, env={**os.environ, **spec.env})
-        # the rank guard makes each rank die with mpirun; mpirun gives the ranks still running
-        # the grace period when the first one stops (its default, 1 s, would kill a rank
-        # writing its last checkpoint and lose its end event)
-        sigkill_timeout = str(max(1, math.ceil(self.grace)))
+        # the rank guard makes each rank die with mpirun and records its pid
         argv = build_mpirun_argv(spec.processes, args, env=sorted(spec.env), python=self.python,
-                                 hosts=None, mpirun=find_mpirun(),
-                                 extra_mpi_args=["--mca", "odls_base_sigkill_timeout", sigkill_timeout],
-                                 wrapper=[self.python, rankguard.__file__])
+                                 hosts=None, mpirun=find_mpirun(), wrapper=[self.python, rankguard.__file__])
         if self.program is None:
             return argv
         # swap "python [-u] -m lanenb_trainer" for the given program, keeping mpirun's options
@@ -520,7 +515,7 @@ class LocalBackend(Backend):
         sup = self._supervisor(handle)
         if sup is not None:
             # the supervisor runs the stop sequence and writes exit.json; wait for it (the
-            # ranks' grace, then mpirun's own wind-down of up to another grace period)
+            # ranks' grace, then mpirun's wind-down, SIGKILLed after another grace period)
             try:
                 sup.send_signal(signal.SIGTERM)
             except psutil.Error:

@@ -13,11 +13,12 @@ The process tree and how it comes down (docs/ARCHITECTURE.md, "Local jobs"):
   re-parented to it and stopped before ``exit.json`` is written; mpirun gets SIGKILL when
   the supervisor dies (``PR_SET_PDEATHSIG``) and each rank when mpirun dies (the rank guard,
   ``lanenb.launch.rankguard``). Killing any one of them takes the ranks down.
-* **Cancel.** One SIGTERM to the supervisor. It sends one SIGTERM to each rank (never to
-  mpirun: Open MPI kills the job at once on a second signal), SIGKILLs the ranks still
-  running after ``--grace`` seconds and mpirun if it outlives them by another grace period.
-  mpirun runs with ``odls_base_sigkill_timeout`` = grace, so the first rank to stop does not
-  get the others killed before they have written their ``end(status=cancelled)`` event.
+* **Cancel.** One SIGTERM to the supervisor. It holds mpirun (SIGSTOP), sends one SIGTERM
+  to each rank, SIGKILLs the ranks still running after ``--grace`` seconds and lets mpirun
+  go on (``lanenb.launch.mpirun.stop_ranks``): Open MPI would kill every rank one second
+  after the first one exits, or at once on a second signal, cutting off a rank that is
+  still writing its last checkpoint and its ``end(status=cancelled)`` event. mpirun gets
+  SIGKILL if it outlives its ranks by another grace period.
 * **Full disk.** SIGXFSZ is ignored and write errors on ``job.log`` stop the log, not the
   supervisor: it keeps draining mpirun, and ``exit.json`` (written into space freed from a
   file reserved at start if need be) says what happened. ``job.log`` is capped: past
@@ -44,7 +45,7 @@ from typing import IO, Any, Sequence
 
 import psutil
 
-from lanenb.launch.mpirun import iter_output
+from lanenb.launch.mpirun import iter_output, stop_ranks
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
 
@@ -159,19 +160,13 @@ class Stopper:
             first = len(self.signals) == 1
         if not first or self.child is None:
             return  # one signal is enough: never a second one to mpirun or the ranks
+        threading.Thread(target=self._stop, args=(signum,), daemon=True, name="lanenb-stop").start()
+
+    def _stop(self, signum: int) -> None:
+        assert self.child is not None
         ranks = self.ranks()
         self.log.say(f"signal {signum}: stopping {len(ranks)} rank(s) (SIGTERM, SIGKILL after {self.grace:g} s)")
-        _send(ranks, signal.SIGTERM)
-        threading.Thread(target=self._escalate, daemon=True, name="lanenb-escalate").start()
-
-    def _escalate(self) -> None:
-        assert self.child is not None
-        if self._wait_child(self.grace):
-            return
-        left = self.ranks()
-        if left:
-            self.log.say(f"{len(left)} rank process(es) still running after {self.grace:g} s: SIGKILL")
-            _send(left, signal.SIGKILL)
+        stop_ranks(self.child.pid, ranks, self.grace, say=self.log.say)
         if self._wait_child(self.grace + 5):
             return
         self.log.say("mpirun did not exit after its ranks: SIGKILL")
