@@ -141,6 +141,12 @@ class JobRegistry:
         make_private_dir(self.path.parent)
         if not self.path.exists():  # sqlite would create it 0644 (and its -wal/-shm files alike)
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        for part in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            try:  # a registry written by an older lanenb (0644): make it owner-only too
+                if part.stat().st_uid == os.getuid() and part.stat().st_mode & 0o077:
+                    os.chmod(part, 0o600)
+            except OSError:  # absent (-wal/-shm), or not ours to change
+                pass
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)

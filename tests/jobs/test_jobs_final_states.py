@@ -145,3 +145,14 @@ def test_make_private_dir_keeps_existing_modes(tmp_path, existing):
         os.chmod(target, 0o755)
     make_private_dir(target / "y")
     assert _mode(target) == (0o755 if existing else 0o700) and _mode(target / "y") == 0o700
+
+
+def test_an_older_world_readable_registry_becomes_owner_only(tmp_path):
+    path = tmp_path / "jobs.sqlite3"
+    JobRegistry(path).add("j", "local", {"dataset": "/d"}, None)
+    for part in tmp_path.glob("jobs.sqlite3*"):
+        os.chmod(part, 0o644)
+    JobRegistry(path)
+    assert {p.name: _mode(p) for p in tmp_path.glob("jobs.sqlite3*")} == {
+        p.name: 0o600 for p in tmp_path.glob("jobs.sqlite3*")}
+    assert JobRegistry(path).get("j").state == "pending"
