@@ -16,11 +16,20 @@ Kubernetes backend (``render`` / ``describe``).
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = [
-    "REDACTED", "SECRET_WORDS", "SECRET_REF_PREFIX", "is_secret_name", "is_secret_ref",
-    "redact_value", "redact_env", "redact_env_list", "redact_spec", "redact_text",
+    "REDACTED",
+    "SECRET_REF_PREFIX",
+    "SECRET_WORDS",
+    "is_secret_name",
+    "is_secret_ref",
+    "redact_env",
+    "redact_env_list",
+    "redact_spec",
+    "redact_text",
+    "redact_value",
 ]
 
 REDACTED = "<redacted>"

@@ -20,7 +20,7 @@ from lanenb.jobs.backends.local import LocalBackend
 def _fresh_python(code: str) -> None:
     """Another kernel (a new interpreter with the same LANENB_HOME)."""
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=120, env=dict(os.environ))
+                         timeout=120, env=dict(os.environ), check=False)
     assert out.returncode == 0, out.stderr
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from lanenb_trainer.events import parse_line
 
 from lanenb.jobs import JobRegistry, JobState, get_job
-from lanenb_trainer.events import parse_line
 
 
 def _alive(pid: int) -> bool:

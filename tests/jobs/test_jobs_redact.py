@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from lanenb.jobs.redact import (REDACTED, is_secret_name, redact_env, redact_env_list, redact_spec,
-                                redact_text)
+from lanenb.jobs.redact import (
+    REDACTED,
+    is_secret_name,
+    redact_env,
+    redact_env_list,
+    redact_spec,
+    redact_text,
+)
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "db_password", "WANDB_API_KEY",

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import errno
+import functools
 import json
 import math
 import os
@@ -40,14 +41,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any
 
 import psutil
-
-from lanenb.launch.mpirun import iter_output, stop_ranks
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
+
+from lanenb.launch.mpirun import iter_output, stop_ranks
 
 LOG_NAME = "job.log"
 EXIT_NAME = "exit.json"
@@ -222,11 +224,12 @@ def _write_exit(run_dir: Path, info: dict[str, Any]) -> None:
     reserve.unlink(missing_ok=True)
 
 
-def _snapshot(log: "JobLog", run_dir: Path, job: str, volumes: dict[str, str]) -> Any:
+def _snapshot(log: JobLog, run_dir: Path, job: str, volumes: dict[str, str]) -> Any:
     """``--snapshot``: snapshot the volumes after a successful run (lanenb.snapshots.runs) and
     put a ``snapshot`` event in the log for every one; a failure is reported, not raised."""
-    from lanenb.snapshots.runs import snapshot_run
     from lanenb_trainer.events import format_event
+
+    from lanenb.snapshots.runs import snapshot_run
 
     try:
         made = snapshot_run(job, volumes, run_dir=run_dir, say=log.say)
@@ -272,7 +275,7 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
             try:
                 stopper.child = subprocess.Popen(
                     list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, preexec_fn=lambda sup=os.getpid(): _die_with_supervisor(sup))
+                    env=env, preexec_fn=functools.partial(_die_with_supervisor, os.getpid()))  # noqa: PLW1509 (no threads yet)
             except (OSError, subprocess.SubprocessError) as exc:
                 log.say(f"could not start {argv[0]!r}: {exc}")
                 info.update(returncode=127, error=str(exc))
