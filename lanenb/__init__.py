@@ -18,6 +18,16 @@ def load_ipython_extension(ipython: Any) -> None:
     load(ipython)
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension (the "Lane training" sidebar) lives."""
+    return [{"src": "labextension", "dest": "lanenb"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The server extension (``lanenb.server``, loaded lazily by Jupyter server)."""
+    return [{"module": "lanenb.server"}]
+
+
 def predict(weights: Any, images: Any, **kwargs: Any) -> Any:
     """``lanenb.predict(weights, images)``: lanes on images (see ``lanenb.prediction.predict``)."""
     from lanenb.prediction import predict as _predict

@@ -1,0 +1,170 @@
+"""Tornado handlers of the lanenb server extension: each is a few lines over ``api.py``.
+
+Every verb is ``@tornado.web.authenticated`` (Jupyter's token/cookie auth; POSTs also pass
+Jupyter's XSRF check), every URL sits under the server's ``base_url`` (``/user/<name>/``
+behind JupyterHub), and every blocking call runs in the IOLoop's executor so SQLite, log
+files, restic and Kubernetes never stall the server. Mistakes come back as a 4xx JSON
+``{"message": ...}``: ``UserError`` 400, an unknown job or snapshot 404, an existing restore
+target 409.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from typing import Any, Callable
+
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+from tornado.ioloop import IOLoop
+
+from lanenb.errors import UserError
+from lanenb.jobs import JobNotFoundError
+
+from . import api
+
+__all__ = ["setup_handlers", "NAMESPACE"]
+
+NAMESPACE = "lanenb"
+MAX_WAIT_S = 25.0  # longest long-poll: below common proxy idle timeouts (30-60 s)
+
+
+def _http_status(exc: UserError) -> int:
+    from lanenb.snapshots import SnapshotNotFoundError, TargetExistsError
+
+    if isinstance(exc, (JobNotFoundError, SnapshotNotFoundError)):
+        return 404
+    if isinstance(exc, TargetExistsError):
+        return 409
+    return 400
+
+
+class _Base(APIHandler):
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` in the executor; a ``UserError`` becomes a 4xx."""
+        try:
+            return await IOLoop.current().run_in_executor(None, functools.partial(fn, *args, **kwargs))
+        except UserError as exc:
+            raise tornado.web.HTTPError(_http_status(exc), str(exc), reason=type(exc).__name__) from exc
+
+    def reply(self, data: Any) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data))
+
+    def json_body(self) -> dict[str, Any]:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError as exc:
+            raise tornado.web.HTTPError(400, f"the request body is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise tornado.web.HTTPError(400, "the request body must be a JSON object")
+        return body
+
+    def int_arg(self, name: str, default: int) -> int:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise tornado.web.HTTPError(400, f"{name}={raw!r}: must be an integer") from None
+
+
+class JobsHandler(_Base):
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.reply({"jobs": await self.call(api.list_job_summaries, self.int_arg("limit", 50))})
+
+
+class JobHandler(_Base):
+    @tornado.web.authenticated
+    async def get(self, name: str) -> None:
+        self.reply(await self.call(api.job_detail, name))
+
+
+class StopHandler(_Base):
+    @tornado.web.authenticated
+    async def post(self, name: str) -> None:
+        body = self.json_body()
+        self.reply(await self.call(api.stop_job, name, body.get("confirm")))
+
+
+class UpdatesHandler(_Base):
+    """``GET .../updates?cursor=C&wait=S``: one ``Job.poll`` batch after cursor ``C``; with
+    ``wait`` it is a long poll that answers as soon as something new arrives (or after ``S``
+    seconds, or once the job is final). Resume with the returned ``cursor``."""
+
+    @tornado.web.authenticated
+    async def get(self, name: str) -> None:
+        cursor = self.get_query_argument("cursor", None)
+        max_lines = self.int_arg("max_lines", api.MAX_LINES)
+        raw_wait = self.get_query_argument("wait", "0")
+        try:
+            wait = float(raw_wait)
+        except ValueError:
+            raise tornado.web.HTTPError(400, f"wait={raw_wait!r}: must be a number of seconds") from None
+        if not 0 <= wait <= MAX_WAIT_S:
+            raise tornado.web.HTTPError(400, f"wait={raw_wait!r}: must be from 0 to {MAX_WAIT_S:g} seconds")
+        deadline = time.monotonic() + wait
+        while True:
+            batch = await self.call(api.job_updates, name, cursor, max_lines)
+            if batch["updates"] or batch["final"] or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        self.reply(batch)
+
+
+class MetricsHandler(_Base):
+    @tornado.web.authenticated
+    async def get(self, name: str) -> None:
+        self.reply(await self.call(api.job_metrics, name))
+
+
+def _store_args(handler: _Base) -> dict[str, Any]:
+    return {"backend": handler.get_query_argument("backend", "local"),
+            "namespace": handler.get_query_argument("namespace", None)}
+
+
+class SnapshotsHandler(_Base):
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        snaps = await self.call(api.list_snapshots, self.get_query_argument("volume", None),
+                                self.get_query_argument("job", None), **_store_args(self))
+        self.reply({"snapshots": snaps})
+
+
+class SnapshotDiffHandler(_Base):
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.reply(await self.call(api.diff_snapshots, self.get_query_argument("a", ""),
+                                   self.get_query_argument("b", ""), **_store_args(self)))
+
+
+class RestoreHandler(_Base):
+    @tornado.web.authenticated
+    async def post(self, id: str) -> None:
+        body = self.json_body()
+        root_dir = self.settings.get("server_root_dir") or "."
+        self.reply(await self.call(api.restore_snapshot, id, body.get("new_volume"), root_dir=root_dir,
+                                   backend=body.get("backend", "local"), namespace=body.get("namespace")))
+
+
+def setup_handlers(web_app: tornado.web.Application) -> list[str]:
+    """Add the lanenb routes under the server's ``base_url``; returns the URL patterns."""
+    base = url_path_join(web_app.settings["base_url"], NAMESPACE)
+    name = r"(?P<name>[^/]+)"
+    routes = [
+        (url_path_join(base, "jobs"), JobsHandler),
+        (url_path_join(base, "jobs", name), JobHandler),
+        (url_path_join(base, "jobs", name, "stop"), StopHandler),
+        (url_path_join(base, "jobs", name, "updates"), UpdatesHandler),
+        (url_path_join(base, "jobs", name, "metrics"), MetricsHandler),
+        (url_path_join(base, "snapshots"), SnapshotsHandler),
+        (url_path_join(base, "snapshots", "diff"), SnapshotDiffHandler),
+        (url_path_join(base, "snapshots", r"(?P<id>[^/]+)", "restore"), RestoreHandler),
+    ]
+    web_app.add_handlers(".*$", routes)
+    return [pattern for pattern, _ in routes]

@@ -1,0 +1,41 @@
+"""Fixtures of the server-extension tests: a real Jupyter server (pytest-jupyter) with the
+lanenb extension enabled, over an isolated ``LANENB_HOME``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+
+
+@pytest.fixture(autouse=True)
+def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("LANENB_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def jp_server_config():
+    return {"ServerApp": {"jpserver_extensions": {"lanenb": True}}}
+
+
+@pytest.fixture
+def mpirun() -> None:
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun (Open MPI) is not installed")
+
+
+@pytest.fixture
+def scripted_cleanup():
+    yield
+    from lanenb.jobs.backends import _REGISTRY
+
+    _REGISTRY.pop("scripted", None)

@@ -1,0 +1,129 @@
+"""The jobs API of the server extension against real jobs (supervisor + mpirun), through a real
+Jupyter server: list, detail, the resumable update stream, chart history, stop."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from lanenb.jobs import JobState, get_job
+from server_support import body_of, launch, training_script
+
+pytestmark = pytest.mark.usefixtures("mpirun", "scripted_cleanup")
+
+
+async def test_jobs_are_listed_newest_first_with_progress_accuracy_and_utilisation(jp_fetch, tmp_path):
+    launch(tmp_path, "lane-old", training_script(steps=4, sleep=0.01))
+    launch(tmp_path, "lane-new", training_script(steps=6, sleep=0.01, scale=0.5))
+    jobs = body_of(await jp_fetch("lanenb", "jobs"))["jobs"]
+    assert [j["name"] for j in jobs] == ["lane-new", "lane-old"]
+    new = jobs[0]
+    assert new["state"] == "succeeded" and new["final"] is True
+    assert new["progress"] == 1.0 and new["step"] == 6 and new["total_steps"] == 6
+    assert new["accuracy"] == pytest.approx(0.455)
+    util = new["utilisation"]
+    assert util["metric"] == "cpu_percent" and util["rank"] == 0
+    assert util["values"] == [50.0] * 6 and util["last"]["cpu_percent"] == 50.0
+    limited = body_of(await jp_fetch("lanenb", "jobs", params={"limit": "1"}))["jobs"]
+    assert [j["name"] for j in limited] == ["lane-new"]
+
+
+async def test_job_detail_has_the_redacted_spec_and_summary(jp_fetch, tmp_path):
+    launch(tmp_path, "lane-detail", training_script(steps=2, sleep=0.01))
+    detail = body_of(await jp_fetch("lanenb", "jobs", "lane-detail"))
+    assert detail["name"] == "lane-detail" and detail["backend"] == "scripted"
+    assert detail["spec"]["processes"] == 2 and detail["summary"]["state"] == "succeeded"
+    assert detail["snapshots"] == []
+
+
+@pytest.mark.parametrize("parts, params, status, message", [
+    (("jobs", "nope"), {}, 404, "nope"),
+    (("jobs", "nope", "updates"), {}, 404, "nope"),
+    (("jobs", "nope", "metrics"), {}, 404, "nope"),
+    (("jobs",), {"limit": "0"}, 400, "limit=0: must be an integer >= 1"),
+    (("jobs",), {"limit": "many"}, 400, "limit='many': must be an integer"),
+])
+async def test_bad_requests_get_a_4xx_json_message(jp_fetch, parts, params, status, message):
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("lanenb", *parts, params=params)
+    assert err.value.code == status
+    assert message in json.loads(err.value.response.body)["message"]
+
+
+async def test_updates_resume_from_the_cursor_without_losing_or_repeating_lines(jp_fetch, tmp_path):
+    job = launch(tmp_path, "lane-stream", training_script(steps=6, sleep=0.01))
+    whole = job.poll(None)
+    expected = [u.line.text for u in whole.updates if u.line is not None]
+    got, cursor, final = [], None, False
+    for _ in range(50):
+        params = {"max_lines": "7"} | ({"cursor": cursor} if cursor else {})
+        batch = body_of(await jp_fetch("lanenb", "jobs", "lane-stream", "updates", params=params))
+        got += [u["line"]["text"] for u in batch["updates"] if "line" in u]
+        assert len([u for u in batch["updates"] if "line" in u]) <= 7
+        cursor, final = batch["cursor"], batch["final"]
+        if final:
+            break
+    assert final and got == expected
+    first = body_of(await jp_fetch("lanenb", "jobs", "lane-stream", "updates"))
+    assert first["updates"][0]["status"]["state"] == "succeeded"
+    shown = [u["display"] for u in first["updates"] if "line" in u]
+    assert "plain output of rank 0" in shown
+    assert any(text and text.startswith("epoch 0 step 1/6") for text in shown)  # events in words
+    steps = [u["event"] for u in first["updates"] if u.get("event", {}).get("kind") == "step"]
+    assert [e["step"] for e in steps] == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"cursor": "garbage"}, "is not a cursor returned by Job.poll"),
+    ({"wait": "soon"}, "wait='soon': must be a number of seconds"),
+    ({"wait": "99"}, "wait='99': must be from 0 to 25 seconds"),
+    ({"max_lines": "0"}, "max_lines=0: must be an integer from 1 to 2000"),
+])
+async def test_bad_update_requests_name_the_value(jp_fetch, tmp_path, params, message):
+    launch(tmp_path, "lane-bad", training_script(steps=1, sleep=0.01))
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("lanenb", "jobs", "lane-bad", "updates", params=params)
+    assert err.value.code == 400 and message in json.loads(err.value.response.body)["message"]
+
+
+async def test_long_poll_answers_with_the_next_lines_of_a_running_job(jp_fetch, tmp_path):
+    job = launch(tmp_path, "lane-live", training_script(steps=30, sleep=0.2), wait=False)
+    cursor = None
+    texts: list[str] = []
+    while not any("step 3/30" in (t or "") for t in texts):
+        params = {"wait": "10"} | ({"cursor": cursor} if cursor else {})
+        batch = body_of(await jp_fetch("lanenb", "jobs", "lane-live", "updates", params=params))
+        assert batch["updates"] or batch["final"]  # a long poll never answers empty while running
+        texts += [u.get("display") for u in batch["updates"] if "line" in u]
+        cursor = batch["cursor"]
+    job.cancel()
+
+
+async def test_metrics_give_the_chart_history_of_the_run(jp_fetch, tmp_path):
+    launch(tmp_path, "lane-chart", training_script(steps=6, sleep=0.01))
+    metrics = body_of(await jp_fetch("lanenb", "jobs", "lane-chart", "metrics"))
+    assert metrics["series"]["loss"]["x"] == [1, 2, 3, 4, 5, 6]
+    assert metrics["series"]["loss"]["y"] == pytest.approx([2.0 / s for s in range(1, 7)])
+    assert metrics["epochs"]["val_accuracy"]["y"] == pytest.approx([0.5, 0.7])
+    assert set(metrics["system"]) == {"0", "1"} and metrics["accuracy"] == pytest.approx(0.91)
+    again = body_of(await jp_fetch("lanenb", "jobs", "lane-chart", "metrics"))  # folded incrementally
+    assert again["series"]["loss"]["x"] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_stop_needs_the_name_as_confirmation_then_the_notebook_sees_cancelled(jp_fetch, tmp_path):
+    job = launch(tmp_path, "lane-stop", training_script(steps=300, sleep=0.2), wait=False)
+    for body in ({}, {"confirm": "yes"}):
+        with pytest.raises(HTTPClientError) as err:
+            await jp_fetch("lanenb", "jobs", "lane-stop", "stop", method="POST", body=json.dumps(body))
+        assert err.value.code == 400
+        assert "repeat the job's name ('lane-stop') to stop it" in json.loads(err.value.response.body)["message"]
+    assert job.status().state == JobState.RUNNING
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("lanenb", "jobs", "lane-stop", "stop", method="POST", body="not json")
+    assert err.value.code == 400
+    reply = body_of(await jp_fetch("lanenb", "jobs", "lane-stop", "stop", method="POST",
+                                   body=json.dumps({"confirm": "lane-stop"})))
+    assert reply["status"]["state"] == "cancelled"
+    assert get_job("lane-stop").status().state == JobState.CANCELLED  # what a kernel reads
