@@ -45,8 +45,8 @@ _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 def local_argv(argv: list[str]) -> list[str]:
     """The container's argv made runnable here: this interpreter, oversubscribed mpirun."""
     out = list(argv)
-    if out and out[0] == "mpirun":
-        out.insert(1, "--oversubscribe")
+    if "mpirun" in out:  # run directly or by the launcher wrapper (lanenb_trainer.launcher -- mpirun ...)
+        out.insert(out.index("mpirun") + 1, "--oversubscribe")
     for i in range(len(out) - 2):
         if out[i] == "python" and out[i + 1] == "-m":
             out[i] = sys.executable

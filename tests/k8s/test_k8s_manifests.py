@@ -13,7 +13,7 @@ from k8s_harness import REPO, shared_dir
 
 from lanenb.jobs.backends.kubernetes import InvalidNameError, ManifestError, build_mpijob, render
 from lanenb.jobs.backends.kubernetes.manifests import (
-    TRAINER_ENTRYPOINT, build_restored_pvc, build_volume_snapshot, mpirun_argv,
+    LAUNCHER_WRAPPER, TRAINER_ENTRYPOINT, build_restored_pvc, build_volume_snapshot, mpirun_argv,
 )
 from lanenb.jobs.spec import SpecError, TrainSpec
 
@@ -113,7 +113,9 @@ def test_launcher_runs_mpirun_argv_with_the_trainer_entry_point():
     spec = spec_for(processes=4, max_steps=10)
     job = build_mpijob(spec)
     c = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    argv = c["command"] + c["args"]
+    wrapped = c["command"] + c["args"]
+    assert wrapped[:4] == LAUNCHER_WRAPPER  # waits for the workers' sshd, names a lost host
+    argv = wrapped[4:]
     assert argv == mpirun_argv(spec) and argv[0] == "mpirun"
     assert argv[argv.index("-np") + 1] == "4"
     i = argv.index("lanenb_trainer") - 2
@@ -129,7 +131,7 @@ def test_manifest_entry_point_matches_the_dockerfile():
     assert json.loads(entry.group(1)) == TRAINER_ENTRYPOINT
     assert "openssh-server" in dockerfile and "mpirun" in " ".join(build_mpijob(spec_for())["spec"]
                                                                   ["mpiReplicaSpecs"]["Launcher"]["template"]
-                                                                  ["spec"]["containers"][0]["command"])
+                                                                  ["spec"]["containers"][0]["args"])
     assert "CMAKE_CXX_STANDARD 17" in dockerfile and "HOROVOD_GPU_OPERATIONS=NCCL" in dockerfile
 
 

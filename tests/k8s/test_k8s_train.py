@@ -68,5 +68,5 @@ def test_real_training_through_the_mpijob(cluster, backend, tmp_path):
     steps = [e for e in events if e.kind == "step" and e.rank == 0]
     assert steps and all(isinstance(e.get("loss"), (int, float)) for e in steps)
     # the launcher really ran the manifest's mpirun argv (made local: oversubscribe + this python)
-    assert fake.launched and fake.launched[0][0] == "mpirun" and "lanenb_trainer" in fake.launched[0]
+    assert fake.launched and "mpirun" in fake.launched[0] and "lanenb_trainer" in fake.launched[0]
     assert (volume / "lanenb-runs" / "lane-real" / "events.jsonl").exists()

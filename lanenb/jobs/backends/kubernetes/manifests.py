@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ...spec import TrainSpec
 
 __all__ = [
-    "API_VERSION", "KIND", "TRAINER_ENTRYPOINT", "MANAGED_BY", "JOB_NAME_LABEL", "JOB_ROLE_LABEL",
+    "API_VERSION", "KIND", "TRAINER_ENTRYPOINT", "LAUNCHER_WRAPPER", "MANAGED_BY", "JOB_NAME_LABEL", "JOB_ROLE_LABEL",
     "RUNAI_SCHEDULER", "SSH_AUTH_MOUNT_PATH", "MPI_CONFIG_MOUNT_PATH", "LAUNCHER_RESOURCES", "namespace_for",
     "cluster_run_dir", "check_cluster_paths", "mpirun_argv", "env_entries", "build_mpijob", "render",
     "build_volume_snapshot", "build_restored_pvc",
@@ -33,6 +33,9 @@ __all__ = [
 API_VERSION = "kubeflow.org/v2beta1"
 KIND = "MPIJob"
 TRAINER_ENTRYPOINT = ["python", "-m", "lanenb_trainer"]  # must match trainer/Dockerfile ENTRYPOINT
+# The launcher runs mpirun through this wrapper: it waits for every worker's sshd (the operator's
+# race) and turns mpirun's "lost host" messages into an error event (lanenb_trainer/launcher.py).
+LAUNCHER_WRAPPER = ["python", "-m", "lanenb_trainer.launcher", "--"]
 MANAGED_BY = "lanenb"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"  # set by the operator on every pod
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
@@ -241,8 +244,8 @@ def build_mpijob(spec: "TrainSpec", run_dir: str | None = None, namespace: str |
         "name": "launcher",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "command": mpirun_argv(spec, run_dir)[:1],
-        "args": mpirun_argv(spec, run_dir)[1:] + (["--resume"] if resume else []),
+        "command": LAUNCHER_WRAPPER[:3],
+        "args": LAUNCHER_WRAPPER[3:] + mpirun_argv(spec, run_dir) + (["--resume"] if resume else []),
         "env": env,
         "resources": {k: dict(v) for k, v in LAUNCHER_RESOURCES.items()},
     }

@@ -1,0 +1,174 @@
+"""The MPIJob launcher's wrapper around ``mpirun``: wait for the workers, then name a lost host.
+
+``python -m lanenb_trainer.launcher [--wait-timeout S] -- mpirun ...`` is the launcher
+container's command (``lanenb.jobs.backends.kubernetes.manifests``). Two things mpirun alone
+does not do on a cluster:
+
+1. **Workers not ready yet.** The MPI Operator starts the launcher once the worker pods run,
+   but a worker's sshd may not accept connections yet and its DNS name (the headless Service)
+   may not resolve yet; ssh's ``ConnectionAttempts=10`` (the operator's ``OMPI_MCA_plm_rsh_args``)
+   covers ten seconds of refused connections and no resolver failure. So before mpirun starts,
+   every host in the operator's hostfile (``$OMPI_MCA_orte_default_hostfile``) must resolve and
+   answer with an SSH banner; until ``--wait-timeout`` passes, we retry.
+2. **A worker host lost mid-run** (killed, partitioned): Horovod's ranks are aborted by Open
+   MPI without a word on the event stream, and gloo names only an address. mpirun's own
+   messages name the host (``Peer host: X``, ``Connection to X closed``, ``lost communication
+   with a remote daemon``); this wrapper relays every line unchanged and, when mpirun fails
+   after such a message, adds one ``error`` event naming the host and the ranks placed on it
+   (``--map-by slot``: hostfile order, ``slots=`` each).
+
+Outside the cluster (no hostfile variable) it only runs mpirun. stdlib only: it runs before
+any rank, in the launcher pod.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Sequence
+
+from lanenb_trainer import events
+
+HOSTFILE_ENV = "OMPI_MCA_orte_default_hostfile"  # set by the MPI Operator on the launcher
+SSH_PORT = 22
+DEFAULT_WAIT = 300.0
+# mpirun / ssh lines that name a host that went away (Open MPI 4.x help texts, OpenSSH).
+_LOST = [
+    re.compile(r"^\s*Peer host:\s+(\S+)"),
+    re.compile(r"Connection to (\S+) closed"),
+    re.compile(r"[Tt]imeout, server (\S+) not responding"),
+    re.compile(r"ssh: connect to host (\S+) port \d+"),
+]
+
+
+def read_hostfile(path: str) -> list[tuple[str, int]]:
+    """``(host, slots)`` per line of an Open MPI hostfile (``host slots=N``; comments skipped)."""
+    hosts: list[tuple[str, int]] = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            slots = 1
+            for word in words[1:]:
+                if word.startswith("slots="):
+                    slots = int(word.split("=", 1)[1])
+            hosts.append((words[0], slots))
+    return hosts
+
+
+def ranks_by_host(hosts: Sequence[tuple[str, int]], processes: int | None) -> dict[str, list[int]]:
+    """Which ranks ``mpirun --map-by slot`` puts on each host (fills hosts in order)."""
+    out: dict[str, list[int]] = {}
+    rank = 0
+    total = processes if processes is not None else sum(s for _, s in hosts)
+    for host, slots in hosts:
+        take = max(0, min(slots, total - rank))
+        out[host] = list(range(rank, rank + take))
+        rank += take
+    return out
+
+
+def ssh_ready(host: str, timeout: float = 2.0) -> str | None:
+    """None when ``host`` resolves and its port 22 sends an SSH banner; else why not."""
+    try:
+        with socket.create_connection((host, SSH_PORT), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            banner = sock.recv(64)
+    except socket.gaierror as exc:
+        return f"does not resolve ({exc.strerror})"
+    except OSError as exc:
+        return f"port {SSH_PORT}: {exc.strerror or exc}"
+    return None if banner.startswith(b"SSH-") else f"port {SSH_PORT} answered without an SSH banner"
+
+
+def wait_for_hosts(hosts: Sequence[str], timeout: float, *, say=print) -> dict[str, str]:
+    """Retry until every host's sshd answers or ``timeout`` passes; returns the hosts still not ready."""
+    deadline = time.monotonic() + timeout
+    pending = {h: "not tried" for h in hosts}
+    announced = False
+    while True:
+        pending = {h: why for h in pending if (why := ssh_ready(h)) is not None}
+        if not pending or time.monotonic() >= deadline:
+            return pending
+        if not announced:
+            say(f"lanenb launcher: waiting for sshd on {', '.join(sorted(pending))} (up to {timeout:g}s)")
+            announced = True
+        time.sleep(1.0)
+
+
+def _processes(argv: Sequence[str]) -> int | None:
+    for flag in ("-np", "-n", "--np"):
+        if flag in argv[:-1]:
+            try:
+                return int(argv[argv.index(flag) + 1])
+            except ValueError:
+                return None
+    return None
+
+
+def lost_host(line: str, known: Sequence[str]) -> str | None:
+    """The known host an mpirun/ssh line says was lost, if any (untagged lines only)."""
+    for pattern in _LOST:
+        m = pattern.search(line)
+        if m:
+            name = m.group(1).rstrip(".,;:")
+            for host in known:
+                if name == host or host.startswith(name + ".") or name.startswith(host + "."):
+                    return host
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lanenb_trainer.launcher",
+                                     description="Wait for the MPIJob's workers, run mpirun, name a lost host.")
+    parser.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT,
+                        help=f"seconds to wait for every worker's sshd (default {DEFAULT_WAIT:g})")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- mpirun ...")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the mpirun command after --")
+    hostfile = os.environ.get(HOSTFILE_ENV)
+    hosts = read_hostfile(hostfile) if hostfile else []
+    placement = ranks_by_host(hosts, _processes(command))
+    if hosts:
+        missing = wait_for_hosts([h for h, _ in hosts], args.wait_timeout, say=lambda m: print(m, flush=True))
+        if missing:
+            what = "; ".join(f"{h}: {why}" for h, why in sorted(missing.items()))
+            events.emit("error", min(r for h in missing for r in placement.get(h, [0]) or [0]),
+                        type="WorkersNotReady", phase="launch", hosts=sorted(missing),
+                        message=f"sshd not reachable after {args.wait_timeout:g}s on {what}")
+            return 1
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace", bufsize=1)
+    # The pod's SIGTERM (deletion, cancel) goes to mpirun once; Open MPI ends at once on a second.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _f: proc.send_signal(signum))
+    lost: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        if not line.startswith("["):  # mpirun's and ssh's own lines, not a rank's
+            host = lost_host(line, list(placement))
+            if host and host not in lost:
+                lost.append(host)
+    code = proc.wait()
+    if code != 0 and lost:
+        ranks = sorted(r for h in lost for r in placement.get(h, []))
+        events.emit("error", ranks[0] if ranks else 0, type="HostLost", phase="train", hosts=lost, ranks=ranks,
+                    message=f"lost {'host' if len(lost) == 1 else 'hosts'} {', '.join(lost)} "
+                            f"(rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}); "
+                            f"mpirun exited with status {code}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
