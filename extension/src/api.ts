@@ -1,0 +1,138 @@
+// The lanenb server extension's REST API (lanenb/server/handlers.py), always under the
+// server's base URL (behind JupyterHub that is /user/<name>/). ServerConnection adds the
+// token / XSRF header Jupyter server expects.
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+export interface IUtilisation {
+  metric: 'gpu_util' | 'cpu_percent' | null;
+  rank?: number;
+  values: number[];
+  last: { [key: string]: number };
+}
+
+export interface IJobSummary {
+  name: string;
+  backend: string;
+  created: number | null;
+  state: string;
+  reason?: string | null;
+  progress?: number | null;
+  step?: number;
+  total_steps?: number | null;
+  accuracy?: number | null;
+  loss?: number | null;
+  summary?: string;
+  utilisation: IUtilisation;
+  final: boolean;
+  error?: string;
+}
+
+export interface IUpdate {
+  cursor: string;
+  status?: { state: string; reason?: string | null };
+  line?: { rank: number | null; text: string; source: string };
+  event?: { kind: string; [key: string]: unknown };
+  display?: string | null;
+}
+
+export interface IUpdateBatch {
+  updates: IUpdate[];
+  cursor: string;
+  final: boolean;
+  status: { state: string; reason?: string | null } | null;
+}
+
+export interface ISeries {
+  x: number[];
+  y: number[];
+}
+
+export interface IMetrics {
+  name: string;
+  state: string;
+  step: number;
+  total_steps: number | null;
+  progress: number | null;
+  accuracy: number | null;
+  series: { [name: string]: ISeries };
+  epochs: { [name: string]: ISeries };
+  system: { [rank: string]: { [name: string]: ISeries } };
+}
+
+export interface ISnapshot {
+  id: string;
+  name: string;
+  volume: string;
+  created: number;
+  size: number | null;
+  labels: { [key: string]: string };
+  ready: boolean;
+  backend: string;
+  job: string | null;
+  error?: string | null;
+}
+
+/** An error the server answered with: its JSON ``message`` is meant for people. */
+export class APIError extends Error {
+  constructor(
+    message: string,
+    readonly status: number
+  ) {
+    super(message);
+  }
+}
+
+export async function requestAPI<T>(
+  path: string,
+  init: RequestInit = {},
+  query: { [key: string]: string | undefined } = {}
+): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined) {
+      params.set(key, value);
+    }
+  }
+  const qs = params.toString();
+  const url =
+    URLExt.join(settings.baseUrl, 'lanenb', path) + (qs ? `?${qs}` : '');
+  const response = await ServerConnection.makeRequest(url, init, settings);
+  const text = await response.text();
+  let data: any = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = { message: text };
+  }
+  if (!response.ok) {
+    throw new APIError(
+      (data && data.message) || response.statusText,
+      response.status
+    );
+  }
+  return data as T;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  jobs: () => requestAPI<{ jobs: IJobSummary[] }>('jobs'),
+  updates: (name: string, cursor: string | null) =>
+    requestAPI<IUpdateBatch>(`jobs/${enc(name)}/updates`, {}, {
+      cursor: cursor ?? undefined
+    }),
+  metrics: (name: string) => requestAPI<IMetrics>(`jobs/${enc(name)}/metrics`),
+  stop: (name: string) =>
+    requestAPI<{ status: { state: string } }>(`jobs/${enc(name)}/stop`, {
+      method: 'POST',
+      body: JSON.stringify({ confirm: name })
+    }),
+  snapshots: () => requestAPI<{ snapshots: ISnapshot[] }>('snapshots'),
+  restore: (id: string, newVolume: string) =>
+    requestAPI<{ id: string; volume: string }>(`snapshots/${enc(id)}/restore`, {
+      method: 'POST',
+      body: JSON.stringify({ new_volume: newVolume })
+    })
+};
