@@ -19,10 +19,26 @@ os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 
 
+@pytest.fixture(scope="session")
+def empty_restic_store(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """One empty restic repository (and its password file) made once per session: ``restic
+    init`` calibrates its key derivation (~1 s), so each test gets a copy instead."""
+    if shutil.which("restic") is None:
+        return None
+    from lanenb.snapshots.local import ResticStore
+
+    root = tmp_path_factory.mktemp("restic-template") / "snapshots"
+    ResticStore(root)._ensure_repo()
+    return root
+
+
 @pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_restic_store: Path | None) -> Path:
+    """A private LANENB_HOME per test, its snapshot store a fresh copy of the empty template."""
     home = tmp_path / "home"
     monkeypatch.setenv("LANENB_HOME", str(home))
+    if empty_restic_store is not None:
+        shutil.copytree(empty_restic_store, home / "snapshots")
     return home
 
 

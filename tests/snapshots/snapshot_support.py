@@ -96,3 +96,24 @@ class KubernetesHarness(LocalHarness):
         while not self.path(volume).exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         return read_files(self.path(volume))
+
+
+def counting_restic(directory: Path) -> tuple[str, Path]:
+    """A ``restic`` that logs each sub-command to a file, then runs the real restic: how many
+    times a store operation opens the repository (each open costs ~0.5 s of key derivation)."""
+    import shutil
+
+    real = shutil.which("restic")
+    assert real is not None
+    log = directory / "restic-calls.log"
+    wrapper = directory / "restic-counting"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper), log
+
+
+def calls(log: Path) -> list[str]:
+    """The restic sub-commands logged so far (and forget them)."""
+    found = log.read_text().split() if log.exists() else []
+    log.write_text("")
+    return found
