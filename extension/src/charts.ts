@@ -47,8 +47,8 @@ export function lineChart(
   title: string,
   x: number[],
   y: number[],
-  width = 420,
-  height = 140
+  width = 300,
+  height = 90
 ): HTMLElement {
   const box = document.createElement('div');
   box.className = 'lanenb-chart';
@@ -76,6 +76,15 @@ export function lineChart(
     pad + ((v - x0) / (x1 - x0 || 1)) * (width - 2 * pad);
   const sy = (v: number) =>
     height - pad - ((v - y0) / (y1 - y0 || 1)) * (height - 2 * pad);
+  if (pts.length === 1) {
+    const dot = document.createElementNS(SVG_NS, 'circle');
+    dot.setAttribute('cx', String(width / 2));
+    dot.setAttribute('cy', String(height / 2));
+    dot.setAttribute('r', '3');
+    dot.setAttribute('class', 'lanenb-chart-dot');
+    el.appendChild(dot);
+    return box;
+  }
   el.appendChild(
     path(
       pts.map(([a, b]) => [sx(a), sy(b)]),
