@@ -243,6 +243,12 @@ class Job:
                 out.append(get_store(link["store"], **opts).get(link["snapshot"]))
             except SnapshotNotFoundError:
                 continue
+        if self.spec.backend == "kubernetes" and self.spec.enable_snapshot:
+            # made on the cluster by the trainer's rank 0 (lanenb_trainer.k8s_snapshot), labelled with the job
+            known = {s.id for s in out}
+            namespace = (self._record.handle or {}).get("namespace") or self.spec.namespace or "default"
+            store = get_store("kubernetes", namespace=namespace)
+            out += [s for s in store.list(labels={"job": self.name}) if s.id not in known]
         return out
 
     def suspend(self) -> None:

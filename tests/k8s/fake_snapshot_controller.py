@@ -98,6 +98,8 @@ class FakeSnapshotController:
         pvc_name = source.get("persistentVolumeClaimName")
         cls = (snap.get("spec") or {}).get("volumeSnapshotClassName")
         pvc = self.emulator.get(PVCS, ns, pvc_name) if pvc_name else None
+        if cls is None and pvc is not None:  # the common controller's default class for the PVC's driver
+            cls = self._default_class(pvc)
         error = None
         if pvc is None:
             error = f'failed to get input parameters to create snapshot {name}: "persistentvolumeclaim {pvc_name} not found"'
@@ -116,6 +118,14 @@ class FakeSnapshotController:
             "boundVolumeSnapshotContentName": f"snapcontent-{snap['metadata']['uid']}",
             "creationTime": now_rfc3339(nano=True), "readyToUse": True,
             "restoreSize": pvc["spec"]["resources"]["requests"]["storage"]})
+
+    def _default_class(self, pvc: dict) -> str | None:
+        sc = self.emulator.get(STORAGE_CLASSES, None, (pvc.get("spec") or {}).get("storageClassName") or "")
+        for cls in self.emulator.list(SNAPSHOT_CLASSES, None) if sc else []:
+            default = (cls["metadata"].get("annotations") or {}).get("snapshot.storage.kubernetes.io/is-default-class")
+            if default == "true" and cls.get("driver") == sc.get("provisioner"):
+                return cls["metadata"]["name"]
+        return None
 
     def _restore(self, pvc: dict) -> None:
         ns, name = pvc["metadata"]["namespace"], pvc["metadata"]["name"]

@@ -208,6 +208,10 @@ class KubeEmulator(kmock.KubernetesScaffold):
     faults: list[Fault] = attrs.field(factory=list)
     hooks: list[Callable[[str, ResKey, dict], Awaitable[None] | None]] = attrs.field(factory=list)
     served: list[tuple[str, str]] = attrs.field(factory=list)  # (method, path+query), for assertions
+    # Bearer token -> user. When set, a request with another (or no) token gets 401, and
+    # ``served_as`` records (user, method, path) so tests can check what an identity did.
+    tokens: dict[str, str] | None = None
+    served_as: list[tuple[str, str, str]] = attrs.field(factory=list)
     # Stock kmock's watch: every watch starts by replaying all objects as ADDED, whatever the
     # resourceVersion. Off by default; on, it checks that clients drop what they already saw.
     replay_all_on_watch: bool = False
@@ -396,6 +400,12 @@ class KubeEmulator(kmock.KubernetesScaffold):
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         self.served.append((request.method.value, str(request.url.path_qs)))
+        if self.tokens is not None:
+            auth = request.headers.get("Authorization", "")
+            user = self.tokens.get(auth[len("Bearer "):]) if auth.startswith("Bearer ") else None
+            if user is None:
+                return _status(401, "Unauthorized", "Unauthorized")
+            self.served_as.append((user, request.method.value.upper(), request.url.path))
         if os.environ.get("KUBE_EMULATOR_TRACE"):
             print(f"{time.time():.3f} {request.method.value} {request.url.path_qs}", flush=True)
         fault = self._take_fault(request)

@@ -9,6 +9,7 @@ collective until a timeout.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sys
@@ -457,13 +458,26 @@ class Trainer:
         return test
 
     def snapshot(self) -> None:
-        """ENABLE_SNAPSHOT: ask for a VolumeSnapshot of the data/model PVC, as the RUN:AI guide did.
+        """ENABLE_SNAPSHOT: rank 0 snapshots the data/model PVC after a successful run, as the
+        RUN:AI guide did, with the pod's service account (``lanenb_trainer.k8s_snapshot``:
+        nothing depends on the notebook kernel still running). Reports a ``snapshot`` event with
+        ``status`` ``created`` or ``failed``; a failed snapshot never fails the run."""
+        if not (self.primary and self.cfg.enable_snapshot):
+            return
+        from lanenb_trainer import __version__
+        from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
 
-        The trainer never talks to Kubernetes itself: it emits a ``snapshot`` event that the
-        job layer acts on (it holds the credentials and knows the job name).
-        """
-        if self.primary and self.cfg.enable_snapshot:
-            self.emit("snapshot", pvc_name=self.cfg.pvc_name, status="requested", run_dir=str(self.run_dir))
+        job = os.environ.get("LANENB_JOB_NAME") or self.run_dir.name
+        labels: dict[str, Any] = {"role": "volume", "code": __version__}
+        accuracy = (self.best or {}).get("accuracy")
+        try:
+            accuracy = json.loads((self.run_dir / "metrics.json").read_text()).get("accuracy", accuracy)
+        except (OSError, ValueError, AttributeError):
+            pass
+        if isinstance(accuracy, (int, float)) and not isinstance(accuracy, bool):
+            labels["accuracy"] = f"{accuracy:.4f}"
+        result = create_pvc_snapshot(self.cfg.pvc_name, job, labels=labels)
+        self.emit("snapshot", pvc_name=self.cfg.pvc_name, job=job, run_dir=str(self.run_dir), **result.fields())
 
 
 def _ranks_before_engine() -> tuple[int, int]:

@@ -129,7 +129,9 @@ def _env_for(spec: "TrainSpec") -> dict[str, str]:
     # torch.distributed (engine=ddp) rendezvous on worker 0 through the operator's headless Service
     # "<job>-worker" (the pods' subdomain); the pod's DNS search path adds the namespace.
     rendezvous = {"MASTER_ADDR": f"{spec.name}-worker-0.{spec.name}-worker", "MASTER_PORT": "29500"}
-    return {**BASE_ENV, **rendezvous, **spec.env, **spec.k8s.nccl_env}
+    # rank 0 labels the VolumeSnapshot it makes with the job (lanenb_trainer.k8s_snapshot)
+    job = {"LANENB_JOB_NAME": str(spec.name)} if spec.enable_snapshot and spec.pvc_name else {}
+    return {**BASE_ENV, **rendezvous, **job, **spec.env, **spec.k8s.nccl_env}
 
 
 def env_entries(spec: "TrainSpec", *, redact: bool = False) -> list[dict[str, Any]]:
