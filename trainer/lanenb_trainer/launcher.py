@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Sequence
 
@@ -38,6 +40,10 @@ from lanenb_trainer import events
 HOSTFILE_ENV = "OMPI_MCA_orte_default_hostfile"  # set by the MPI Operator on the launcher
 SSH_PORT = 22
 DEFAULT_WAIT = 300.0
+DEFAULT_FAILURE_GRACE = 30.0
+# mpirun's own words for "the job failed" (Open MPI 4.x), besides a rank's error/failed end event.
+_FAILED = re.compile(r"ORTE was unable to reliably start|ORTE has lost communication|"
+                     r"Primary job\s+terminated normally, but|MPI_ABORT was invoked|peer process has unexpectedly")
 # mpirun / ssh lines that name a host that went away (Open MPI 4.x help texts, OpenSSH).
 _LOST = [
     re.compile(r"^\s*Peer host:\s+(\S+)"),
@@ -130,6 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Wait for the MPIJob's workers, run mpirun, name a lost host.")
     parser.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT,
                         help=f"seconds to wait for every worker's sshd (default {DEFAULT_WAIT:g})")
+    parser.add_argument("--failure-grace", type=float, default=DEFAULT_FAILURE_GRACE,
+                        help="seconds mpirun may take to exit once the run failed before it is stopped "
+                             f"(default {DEFAULT_FAILURE_GRACE:g}: it can wait forever on a partitioned host)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- mpirun ...")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -151,23 +160,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The pod's SIGTERM (deletion, cancel) goes to mpirun once; Open MPI ends at once on a second.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _f: proc.send_signal(signum))
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
     lost: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
+    failed_at: float | None = None  # when a rank or mpirun first reported the run failed
+    done = stopped = False
+    while not done:
+        timeout = None if failed_at is None or stopped else max(0.0, failed_at + args.failure_grace - time.monotonic())
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            # mpirun waits on daemons it can no longer reach (a partitioned host): end it.
+            print(f"lanenb launcher: mpirun still running {args.failure_grace:g}s after the run failed; "
+                  "stopping it", flush=True)
+            _stop(proc)
+            stopped = True
+            continue
+        if line is None:
+            done = True
+            continue
         sys.stdout.write(line)
         sys.stdout.flush()
+        if failed_at is None and (_FAILED.search(line) or _failed_event(line)):
+            failed_at = time.monotonic()
         if not line.startswith("["):  # mpirun's and ssh's own lines, not a rank's
             host = lost_host(line, list(placement))
             if host and host not in lost:
                 lost.append(host)
     code = proc.wait()
+    if code != 0 and placement:
+        # Hosts whose sshd no longer answers are gone (killed, partitioned) even when no message named them.
+        lost += [h for h in placement if h not in lost and ssh_ready(h) is not None]
     if code != 0 and lost:
         ranks = sorted(r for h in lost for r in placement.get(h, []))
         events.emit("error", ranks[0] if ranks else 0, type="HostLost", phase="train", hosts=lost, ranks=ranks,
                     message=f"lost {'host' if len(lost) == 1 else 'hosts'} {', '.join(lost)} "
                             f"(rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}); "
                             f"mpirun exited with status {code}")
-    return code
+    return code if code >= 0 else 128 - code  # killed by a signal: the shell's 128+N
+
+
+def _failed_event(line: str) -> bool:
+    event = events.parse_line(events.split_rank_tag(line.rstrip("\n"))[1])
+    return event is not None and (event.kind == "error" or (event.kind == "end" and event.get("status") == "failed"))
+
+
+def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM mpirun once, SIGKILL after ``grace`` (its ssh children close our pipe with it)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 if __name__ == "__main__":
