@@ -35,9 +35,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lanenb.launch.mpirun import OutputLine, TaggedOutputParser
 
@@ -272,11 +273,10 @@ class SimCluster:
         env = {**self._image_env(""), **self._container_env(self.worker_container), "K_MPI_JOB_ROLE": "worker"}
         for i in range(self.workers):
             h = self.worker(i)
-            log = open(self.workdir / f"{h.hostname}.log", "wb")
-            h.proc = subprocess.Popen(self._pod_argv(h, command, launcher=False, delay=self.sshd_delay.get(i, 0.0)),
-                                      env={**env, "HOSTNAME": h.hostname}, stdout=log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL)
-            log.close()
+            with open(self.workdir / f"{h.hostname}.log", "wb") as log:
+                h.proc = subprocess.Popen(
+                    self._pod_argv(h, command, launcher=False, delay=self.sshd_delay.get(i, 0.0)),
+                    env={**env, "HOSTNAME": h.hostname}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.wait_workers_ready(ready_timeout)
 
     def worker_ready(self, i: int) -> bool:

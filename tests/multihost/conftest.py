@@ -7,4 +7,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from multihost_support import machine, synth_volume  # noqa: E402,F401
+from multihost_support import machine, synth_volume  # noqa: F401

@@ -6,10 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from cluster_support import SimCluster
-from multihost_support import cluster_for, end_checksums, make_spec, single_host_run
 from lanenb_trainer.engines import horovod_available
+from multihost_support import cluster_for, end_checksums, make_spec, single_host_run
 
 pytestmark = [pytest.mark.multihost, pytest.mark.slow, pytest.mark.usefixtures("machine")]
 RUN_TIMEOUT = 180  # seconds any one launcher may run; nothing waits longer
@@ -112,7 +111,7 @@ def test_slow_link_only_slows_the_run(synth_volume, tmp_path):
     assert code == 0, f"{applied}\n{cluster.output()}"
     ref_code, ref_lines = single_host_run(spec, tmp_path / "single")
     ref = {ln.event["param_checksum"] for ln in ref_lines if ln.event and ln.event.kind == "end"}
-    assert end_checksums(cluster.events("end")) == ref
+    assert ref_code == 0 and end_checksums(cluster.events("end")) == ref
 
 
 def test_launcher_waits_for_a_worker_whose_sshd_is_not_ready(synth_volume, tmp_path):

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from lanenb_trainer import events
 
