@@ -2,7 +2,9 @@
 
 A table of snapshots (job, accuracy, date, size), a list to pick from, **Diff** for two picked
 versions, **Restore** for one: it asks for a new directory / PVC name and restores only after
-**Confirm** (never into an existing target). Errors show as a red line, not a traceback.
+**Confirm** (never into an existing target); **Retrain** does the same, then submits a job with
+the settings of the run that made the snapshot (``lanenb.snapshots.retrain``; ``self.job``).
+Errors show as a red line, not a traceback.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ class SnapshotBrowser(widgets.VBox):
                                            layout=widgets.Layout(width="95%"))
         self.diff_button = widgets.Button(description="Diff", tooltip="files added/removed/changed between two")
         self.restore_button = widgets.Button(description="Restore", tooltip="restore one into a new volume")
+        self.retrain_button = widgets.Button(description="Retrain",
+                                             tooltip="restore one into a new volume and train on it again")
+        self.job: Any = None  # the last job Retrain submitted
+        self._retrain = False
         self.refresh_button = widgets.Button(description="Refresh")
         self.new_name = widgets.Text(placeholder="new directory or PVC name", description="restore to")
         self.confirm_button = widgets.Button(description="Confirm", button_style="warning")
@@ -50,11 +56,12 @@ class SnapshotBrowser(widgets.VBox):
         self.result = widgets.HTML()
         self.diff_button.on_click(lambda _: self.diff_selected())
         self.restore_button.on_click(lambda _: self.start_restore())
+        self.retrain_button.on_click(lambda _: self.start_restore(retrain=True))
         self.confirm_button.on_click(lambda _: self.confirm_restore())
         self.cancel_button.on_click(lambda _: self._hide_confirm())
         self.refresh_button.on_click(lambda _: self.refresh())
         super().__init__([self.table, self.pick,
-                          widgets.HBox([self.diff_button, self.restore_button, self.refresh_button]),
+                          widgets.HBox([self.diff_button, self.restore_button, self.retrain_button, self.refresh_button]),
                           self.confirm_box, self.message, self.result])
         self.refresh()
 
@@ -93,13 +100,16 @@ class SnapshotBrowser(widgets.VBox):
                              f"<th>before</th><th>after</th></tr>{rows}</table>")
         self._info("")
 
-    def start_restore(self) -> None:
+    def start_restore(self, retrain: bool = False) -> None:
         chosen = list(self.pick.value)
+        what = "retrain from" if retrain else "restore"
         if len(chosen) != 1:
-            self._error(ValueError(f"pick exactly one version to restore (picked {len(chosen)})"))
+            self._error(ValueError(f"pick exactly one version to {what} (picked {len(chosen)})"))
             return
+        self._retrain = retrain
+        self.new_name.description = "retrain on" if retrain else "restore to"
         self.confirm_box.layout.display = "flex"
-        self._info(f"restore {chosen[0]}: type a NEW name and press Confirm (existing targets are refused)")
+        self._info(f"{what} {chosen[0]}: type a NEW name and press Confirm (existing targets are refused)")
 
     def _hide_confirm(self) -> None:
         self.confirm_box.layout.display = "none"
@@ -111,11 +121,17 @@ class SnapshotBrowser(widgets.VBox):
             self._error(ValueError("pick one version and type a new name first"))
             return None
         try:
-            done = self.store.restore(chosen[0], target)
+            if self._retrain:
+                from lanenb.snapshots.reproduce import retrain
+
+                self.job = retrain(chosen[0], target, backend=self.store)
+                done = f"retraining from {chosen[0]} on {target}: job {self.job.name} submitted"
+            else:
+                done = f"restored {chosen[0]} into {self.store.restore(chosen[0], target)}"
         except (UserError, SnapshotError) as exc:
             self._error(exc)
             return None
         self._hide_confirm()
         self.new_name.value = ""
-        self._info(f"restored {chosen[0]} into {done}")
+        self._info(done)
         return done

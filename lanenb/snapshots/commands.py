@@ -36,6 +36,14 @@ def add_snap_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     p = sub.add_parser("restore", help="restore into a NEW directory / PVC (never overwrites)")
     p.add_argument("id")
     p.add_argument("target", help="the new directory or PVC name")
+    p = sub.add_parser("retrain", help="restore a dataset snapshot into a NEW volume and train on it with the "
+                                       "settings of the run that made it")
+    p.add_argument("id")
+    p.add_argument("--to", required=True, metavar="NEW", help="the new directory or PVC name")
+    p.add_argument("--name", default=None, help="the new job's name (default: generated)")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--processes", "-np", type=int, default=None)
     p = sub.add_parser("delete", help="delete one snapshot")
     p.add_argument("id")
     p = sub.add_parser("verify", help="check that a snapshot can be restored")
@@ -112,6 +120,13 @@ def run_snap(args: argparse.Namespace, *, progress: bool = True) -> Any:
     if args.action == "restore":
         target = store.restore(args.id, args.target, progress=progress)
         return f"restored {args.id} into {target}"
+    if args.action == "retrain":
+        from .reproduce import retrain
+
+        overrides = {k: v for k, v in (("name", args.name), ("epochs", args.epochs), ("max_steps", args.max_steps),
+                                       ("processes", args.processes)) if v is not None}
+        job = retrain(args.id, args.to, backend=store, **overrides)
+        return f"retraining from {args.id} on {args.to}: job {job.name} submitted"
     if args.action == "delete":
         store.delete(args.id)
         return f"deleted {args.id}"
