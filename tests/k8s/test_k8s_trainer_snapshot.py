@@ -129,3 +129,34 @@ def test_a_successful_training_run_leaves_a_labelled_snapshot_the_job_lists(snap
     assert made[0].volume == "tusimple-data" and made[0].labels["job"] == "lane-snap"
     assert (controller._snapshot_dir(event["snapshot"], "default") / "tusimple").is_dir()  # the data was cut
     assert _allowed_by_rbac(thread.emulator.served_as) == []
+
+
+def test_retrain_from_a_cluster_snapshot_mounts_the_restored_pvc_in_place_of_the_old_one(
+        snapshot_cluster, kubeconfig, tmp_path, monkeypatch):
+    import lanenb.snapshots as snaps
+    from kube_emulator import MPIJOBS, PVCS
+    from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
+
+    thread, fake, controller = snapshot_cluster
+    fake.rewrite_argv = lambda argv: [sys.executable, "-c", "print('trained')"]
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("LANENB_HOME", str(tmp_path / "home"))
+    registry = JobRegistry(tmp_path / "jobs.sqlite3")
+    (thread.call(controller.add_pvc, "tusimple-data", "2Gi") / "label_data.json").write_text("v1")
+    first = submit(TrainSpec(dataset="/mnt/data/tusimple", backend="kubernetes", image="reg.example/t:1",
+                             name="lane-k1", epochs=2, volumes=["tusimple-data:/mnt/data"], enable_snapshot=True,
+                             pvc_name="tusimple-data", k8s={"service_account": "lanenb-trainer"}), registry=registry)
+    assert first.wait(timeout=60, poll=0.1).state == JobState.SUCCEEDED
+    made = create_pvc_snapshot("tusimple-data", "lane-k1", labels={"role": "volume"}, poll=0.05)
+    again = snaps.retrain(made.name, "tusimple-v1", backend="kubernetes", registry=registry,
+                          store_opts={"kubeconfig": str(kubeconfig)}, name="lane-k2")
+    assert [(v.name, v.mount_path) for v in again.spec.volumes] == [("tusimple-v1", "/mnt/data")]
+    assert (again.spec.pvc_name, again.spec.dataset, again.spec.epochs) == ("tusimple-v1", "/mnt/data/tusimple", 2)
+    pvc = thread.call(thread.emulator.get, PVCS, "default", "tusimple-v1")
+    assert pvc["spec"]["dataSource"]["name"] == made.name
+    mpijob = thread.call(thread.emulator.get, MPIJOBS, "default", "lane-k2")
+    claims = {v["persistentVolumeClaim"]["claimName"] for v in
+              mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"] if "persistentVolumeClaim" in v}
+    assert claims == {"tusimple-v1"}
+    assert again.wait(timeout=60, poll=0.1).state == JobState.SUCCEEDED
+    assert (controller.volume_dir("tusimple-v1") / "label_data.json").read_text() == "v1"
