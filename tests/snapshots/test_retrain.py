@@ -79,7 +79,9 @@ def test_lanesnap_retrain_and_the_browsers_retrain_button_submit_jobs(trained, t
 
     job, _, digest = trained
     dataset_snap = next(s for s in job.snapshots() if s.labels["role"] == "dataset")
-    ip = start_ipython()
+    from IPython import get_ipython
+
+    ip = start_ipython() or get_ipython()  # one shell per process: another test may have started it
     ip.run_line_magic("load_ext", "lanenb")
     ip.run_line_magic("lanesnap", f"retrain {dataset_snap.id} --to {tmp_path / 'v-magic'} --name lane-magic "
                                   "--max-steps 1")
