@@ -15,7 +15,7 @@ from typing import Any
 
 from .base import Snapshot, SnapshotInputError, SnapshotNotFoundError, SnapshotStore
 
-__all__ = ["retrain", "dataset_snapshot_for", "retrain_spec"]
+__all__ = ["dataset_snapshot_for", "retrain", "retrain_spec"]
 
 
 def dataset_snapshot_for(store: SnapshotStore, snap: Snapshot) -> Snapshot:

@@ -62,8 +62,9 @@ def _allowed_by_rbac(served: list[tuple[str, str, str]]) -> list[tuple[str, str]
 
 
 def test_the_trainer_snapshots_the_pvc_with_its_service_account(snapshot_cluster, kubeconfig):
-    import lanenb.snapshots as snaps
     from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
+
+    import lanenb.snapshots as snaps
 
     thread, _, controller = snapshot_cluster
     (thread.call(controller.add_pvc, "tusimple-data", "2Gi") / "model.pt").write_text("weights")
@@ -133,9 +134,10 @@ def test_a_successful_training_run_leaves_a_labelled_snapshot_the_job_lists(snap
 
 def test_retrain_from_a_cluster_snapshot_mounts_the_restored_pvc_in_place_of_the_old_one(
         snapshot_cluster, kubeconfig, tmp_path, monkeypatch):
-    import lanenb.snapshots as snaps
     from kube_emulator import MPIJOBS, PVCS
     from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
+
+    import lanenb.snapshots as snaps
 
     thread, fake, controller = snapshot_cluster
     fake.rewrite_argv = lambda argv: [sys.executable, "-c", "print('trained')"]

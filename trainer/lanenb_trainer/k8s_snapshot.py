@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SnapshotResult", "create_pvc_snapshot", "snapshot_name", "SA_DIR"]
+__all__ = ["SA_DIR", "SnapshotResult", "create_pvc_snapshot", "snapshot_name"]
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 GROUP_VERSION = "snapshot.storage.k8s.io/v1"
