@@ -12,25 +12,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from polling import alive, wait_for
 
 from lanenb.jobs import JobState, TrainSpec, get_job, list_jobs, submit
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _fresh_python(code: str, timeout: float = 60) -> str:
@@ -76,7 +60,7 @@ def test_submit_returns_before_the_job_finishes(tiny_job):
 
 def test_fresh_process_reattaches_to_logs_and_status(tiny_job):
     job = tiny_job(steps=15, delay=0.1)
-    _wait_for(lambda: any(ev.kind == "step" for ev in job.events()), what="first step event")
+    wait_for(lambda: any(ev.kind == "step" for ev in job.events()), what="first step event")
     out = _fresh_python(f"""
         import json
         from lanenb.jobs import get_job
@@ -115,14 +99,14 @@ def test_job_survives_the_submitting_process_exiting(rank_program, tmp_path):
 def test_cancel_stops_every_rank(tiny_job):
     job = tiny_job(steps=1000, delay=0.1, mode="stubborn", grace=1.0)
     pid_dir: Path = tiny_job.pid_dir
-    _wait_for(lambda: len(list(pid_dir.glob("rank*.pid"))) == 2 and any(True for _ in job.events()),
+    wait_for(lambda: len(list(pid_dir.glob("rank*.pid"))) == 2 and any(True for _ in job.events()),
               what="both ranks started")
     rank_pids = [int(p.read_text()) for p in pid_dir.glob("rank*.pid")]
     group = [p.pid for p in job.backend._group_processes(job.handle)]
-    assert set(rank_pids) <= set(group) and all(_alive(p) for p in rank_pids)
+    assert set(rank_pids) <= set(group) and all(alive(p) for p in rank_pids)
     status = job.cancel()
     assert status.state is JobState.CANCELLED
-    survivors = [p for p in rank_pids + group if _alive(p)]
+    survivors = [p for p in rank_pids + group if alive(p)]
     assert survivors == [], f"processes survived cancel: {survivors}"
     again = get_job(job.name)
     assert again.status().state is JobState.CANCELLED
@@ -160,7 +144,7 @@ def test_missing_launcher_program_fails_with_reason(tmp_path):
 
 def test_whole_tree_killed_without_exit_file_is_lost_and_wait_returns(tiny_job):
     job = tiny_job(steps=1000, delay=0.1, grace=1.0)
-    _wait_for(lambda: any(True for _ in job.events()), what="first event")
+    wait_for(lambda: any(True for _ in job.events()), what="first event")
     procs = job.backend._group_processes(job.handle)
     for proc in procs:
         proc.kill()
@@ -214,4 +198,4 @@ def test_a_job_from_another_host_is_unknown_and_not_signalled(tmp_path):
     assert status.state is JobState.UNKNOWN and "runs on host 'elsewhere-42'" in status.reason
     with pytest.raises(RuntimeError, match="job runs on host 'elsewhere-42'; cancel it from that machine"):
         backend.cancel(spec, handle)
-    assert _alive(os.getpid())
+    assert alive(os.getpid())

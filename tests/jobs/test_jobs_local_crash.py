@@ -12,32 +12,14 @@ from pathlib import Path
 import psutil
 import pytest
 from lanenb_trainer.events import parse_line
+from polling import alive, wait_for
 
 from lanenb.jobs import JobRegistry, JobState, get_job
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _started_ranks(job, pid_dir: Path) -> list[int]:
     """Both ranks running and logging; their pids as the ranks wrote them."""
-    _wait_for(lambda: len(list(pid_dir.glob("rank*.pid"))) == 2 and sum(
+    wait_for(lambda: len(list(pid_dir.glob("rank*.pid"))) == 2 and sum(
         1 for ev in job.events() if ev.kind == "step") >= 2, what="both ranks started")
     return [int(p.read_text()) for p in sorted(pid_dir.glob("rank*.pid"))]
 
@@ -56,7 +38,7 @@ def test_quiet_ranks_die_when_the_supervisor_is_killed(tiny_job):
     ranks = _started_ranks(job, tiny_job.pid_dir)
     mpirun = _mpirun(job)
     os.kill(job.handle["pid"], signal.SIGKILL)
-    _wait_for(lambda: not any(_alive(p) for p in [*ranks, mpirun.pid]), timeout=20,
+    wait_for(lambda: not any(alive(p) for p in [*ranks, mpirun.pid]), timeout=20,
               what="mpirun and the quiet ranks to die with their supervisor")
     job.backend._supervisor(job.handle)  # reaps our own child
     status = job.wait(timeout=10)
@@ -68,7 +50,7 @@ def test_ranks_die_when_mpirun_is_killed_and_the_job_fails(tiny_job):
     job = tiny_job(steps=2, delay=60.0, grace=1.0)
     ranks = _started_ranks(job, tiny_job.pid_dir)
     _mpirun(job).kill()
-    _wait_for(lambda: not any(_alive(p) for p in ranks), timeout=20, what="the ranks to die with mpirun")
+    wait_for(lambda: not any(alive(p) for p in ranks), timeout=20, what="the ranks to die with mpirun")
     status = job.wait(timeout=30)
     assert status.state is JobState.FAILED and status.exit_code == -signal.SIGKILL
     assert "launcher exited with code -9" in status.reason
@@ -81,14 +63,14 @@ def test_cancel_reaches_running_ranks_whatever_the_record_says(tiny_job):
     JobRegistry().update(job.name, state="failed", status={"state": "failed", "reason": "stale record"})
     status = get_job(job.name).cancel()
     assert status.state is JobState.FAILED and status.reason == "stale record"  # never overwritten
-    survivors = [p for p in ranks if _alive(p)]
+    survivors = [p for p in ranks if alive(p)]
     assert survivors == [], f"ranks survived cancel of a job recorded as failed: {survivors}"
 
 
 def test_recorded_rank_pids_point_at_the_ranks(tiny_job):
     job = tiny_job(steps=1000, delay=0.1, grace=1.0)
     ranks = _started_ranks(job, tiny_job.pid_dir)
-    recorded = _wait_for(lambda: len(job.backend._recorded_ranks(job.handle)) == 2
+    recorded = wait_for(lambda: len(job.backend._recorded_ranks(job.handle)) == 2
                          and job.backend._recorded_ranks(job.handle), what="pid records")
     assert sorted(p.pid for p in recorded) == sorted(ranks)  # the guard exec'd: same pid as the rank
     job.cancel()
@@ -100,7 +82,7 @@ def test_cancel_gives_a_slow_rank_time_to_write_its_cancelled_event(tiny_job):
     ranks = _started_ranks(job, tiny_job.pid_dir)
     status = job.cancel()
     assert status.state is JobState.CANCELLED
-    assert not any(_alive(p) for p in ranks)
+    assert not any(alive(p) for p in ranks)
     job.wait(timeout=30)
     lines = [ln for ln in job.logs()]
     ends = {ln.rank: parse_line(ln.text).get("status") for ln in lines
@@ -163,7 +145,7 @@ def test_console_stop_gives_a_slow_rank_time_to_write_its_cancelled_event(rank_p
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(iter_output(proc.stdout)), daemon=True)
     reader.start()
-    _wait_for(lambda: sum(1 for ln in list(lines) if ln.event is not None and ln.event.kind == "step") >= 2,
+    wait_for(lambda: sum(1 for ln in list(lines) if ln.event is not None and ln.event.kind == "step") >= 2,
               what="both ranks stepping")
     stop(proc, grace=6.0)
     reader.join(timeout=30)

@@ -4,14 +4,18 @@ garbage collector do with a job, seen through the backend and the Job API."""
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 from k8s_harness import add_pvc
 from kube_emulator import JOBS, MPIJOBS, PODS, Fault
+from polling import wait_for
 
 from lanenb.jobs import get_job, submit
-from lanenb.jobs.backends.kubernetes import KubernetesBackend, KubernetesUnreachableError, RetryPolicy
+from lanenb.jobs.backends.kubernetes import (
+    KubernetesBackend,
+    KubernetesUnreachableError,
+    RetryPolicy,
+)
 from lanenb.jobs.backends.kubernetes.manifests import build_mpijob
 from lanenb.jobs.registry import JobRegistry
 from lanenb.jobs.spec import TrainSpec
@@ -29,16 +33,6 @@ def make_spec(**kw) -> TrainSpec:
 
 def program(code: str):
     return lambda argv: [sys.executable, "-c", code, *argv[argv.index("lanenb_trainer") + 1:]]
-
-
-def wait_for(check, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    return check()
 
 
 @pytest.fixture

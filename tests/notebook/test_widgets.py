@@ -12,20 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from notebook_support import training_script
+from polling import wait_for
 
 from lanenb.jobs import JobState, TrainSpec, submit
-from notebook_support import training_script
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_view_updates_from_its_thread_and_ends_with_the_final_state(scripted):

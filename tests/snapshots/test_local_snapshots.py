@@ -11,10 +11,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 import lanenb.snapshots as snaps
 from lanenb.snapshots.local import ResticStore, rename_noreplace
@@ -40,14 +40,6 @@ def _random_volume(root: Path, files: int, size: int) -> Path:
     return root
 
 
-def _wait_for(predicate, what: str, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.001)
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_an_interrupted_snapshot_leaves_no_snapshot_and_an_untouched_source(tmp_path, sig):
     store = ResticStore()
@@ -57,7 +49,8 @@ def test_an_interrupted_snapshot_leaves_no_snapshot_and_an_untouched_source(tmp_
     proc = subprocess.Popen([sys.executable, "-c", CREATE, str(vol), "victim"], start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     locks = store.repo / "locks"
-    _wait_for(lambda: any(locks.iterdir()) or proc.poll() is not None, "restic's repository lock")
+    wait_for(lambda: any(locks.iterdir()) or proc.poll() is not None, 60, what="restic's repository lock",
+             interval=0.001)
     # restic holds its lock while it works: it is mid-snapshot now (a real kill, not a mock)
     if sig == signal.SIGKILL:
         os.killpg(proc.pid, signal.SIGKILL)  # the kernel and restic die at once
@@ -67,8 +60,8 @@ def test_an_interrupted_snapshot_leaves_no_snapshot_and_an_untouched_source(tmp_
     assert proc.returncode != 0 and out == "", err
     if sig == signal.SIGINT:
         assert "KeyboardInterrupt" in err
-        _wait_for(lambda: subprocess.run(["pgrep", "-g", str(proc.pid), "restic"], capture_output=True).returncode,
-                  "restic to be gone")
+        wait_for(lambda: subprocess.run(["pgrep", "-g", str(proc.pid), "restic"], capture_output=True).returncode,
+                 60, what="restic to be gone")
     assert snaps.list() == []
     assert _tree_digest(vol) == before
     after = snaps.create(vol, {"who": "retry"})  # the repository is usable, stale locks or not
