@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            description="Download the official archives (resuming partial downloads), verify "
                                        "size/sha256, extract refusing paths that escape --to, run data check, "
                                        "and move the result into place. A complete --to is left alone.")
-    add_fetch_arguments(fetch)
+    add_fetch_arguments(fetch, to_required=False)
+    add_cluster_fetch_arguments(fetch)
     fetch.set_defaults(func=cmd_fetch)
 
     check = sub.add_parser("check", help="validate labels and images; one FILE:LINE line per problem")
@@ -49,10 +51,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     preview.set_defaults(func=cmd_preview)
 
 
+def add_cluster_fetch_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group(
+        "cluster", "with --cluster the fetch runs as a Kubernetes Job that fills a PVC (a lanenb job: "
+                   "lanenb jobs logs/wait/cancel NAME); the data lands in <mount-path>/<dataset> on the PVC")
+    g.add_argument("--cluster", action="store_true", help="fetch into a PVC with a Kubernetes Job instead of --to")
+    g.add_argument("--pvc", help="the PVC to fill (created unless it exists)")
+    g.add_argument("--size", default="100Gi", help="size of a PVC to create (default 100Gi)")
+    g.add_argument("--storage-class", help="storage class of a PVC to create (default: the cluster's default)")
+    g.add_argument("--image", default=os.environ.get("LANENB_IMAGE"),
+                   help="the trainer image that runs the fetcher (default: $LANENB_IMAGE)")
+    g.add_argument("--namespace", help="default: the kubeconfig context's namespace")
+    g.add_argument("--context", help="kubeconfig context (default: the current one)")
+    g.add_argument("--mount-path", default="/mnt", help="where the pod mounts the PVC (default /mnt)")
+    g.add_argument("--name", help="job name (default fetch-<dataset>-<pvc>-<4 hex>)")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--wait", action="store_true", help="wait quietly for the end instead of following the log")
+    mode.add_argument("--detach", action="store_true", help="submit and return (lanenb jobs logs -f NAME follows it)")
+
+
 def cmd_fetch(args: argparse.Namespace) -> int:
     from lanenb_trainer.datasets.errors import FetchError
     from lanenb_trainer.datasets.fetch import run_from_args
 
+    if args.cluster:
+        return cmd_fetch_cluster(args)
+    given = [f"--{k.replace('_', '-')}" for k in ("pvc", "storage_class", "namespace", "context", "name")
+             if getattr(args, k)] + [f for f, on in (("--wait", args.wait), ("--detach", args.detach)) if on]
+    if given or not args.to:
+        why = f"{', '.join(given)} need(s) --cluster" if given else "--to DIR is required (or --cluster --pvc NAME)"
+        print(f"lanenb data fetch: error: {why}", file=sys.stderr)
+        return 2
     try:
         result = run_from_args(args)
     except FetchError as exc:
@@ -61,6 +90,57 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     print(result, file=sys.stderr)
     print(json.dumps(result.to_dict()))
     return 0
+
+
+def cmd_fetch_cluster(args: argparse.Namespace) -> int:
+    """Submit the fetch Job (a lanenb job), then follow its log, wait, or return (--detach)."""
+    from lanenb.errors import UserError
+    from lanenb_trainer.datasets.fetch import parse_url_args
+
+    prog = "lanenb data fetch"
+    if args.to:
+        print(f"{prog}: error: --to is a local directory; with --cluster the data goes to "
+              f"{args.mount_path.rstrip('/')}/{args.dataset} on the PVC (see --mount-path)", file=sys.stderr)
+        return 2
+    if not args.pvc:
+        print(f"{prog}: error: --cluster needs --pvc NAME (the claim to fill)", file=sys.stderr)
+        return 2
+    fields = {"size": args.size, "storage_class": args.storage_class, "namespace": args.namespace,
+              "context": args.context, "mount_path": args.mount_path, "name": args.name,
+              "parts": args.parts or [], "mirrors": args.mirror, "urls": args.url,
+              "default_urls": not args.no_default_urls}
+    if args.progress_every is not None:
+        fields["progress_every"] = args.progress_every
+    try:
+        parse_url_args(args.url, args.dataset)  # a bad --url fails here, not in the pod
+        from lanenb.datasets.k8s_fetch import submit_fetch_job
+
+        job = submit_fetch_job(args.dataset, pvc=args.pvc, image=args.image or "", **fields)
+    except UserError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    where = job.handle.get("dataset_path")
+    print(f"submitted {job.name}: {args.dataset} into PVC {args.pvc} (namespace {job.handle.get('namespace')}) at "
+          f"{where}", flush=True)
+    if args.detach:
+        print(f"follow it: lanenb jobs logs -f {job.name}    stop it: lanenb jobs cancel {job.name}")
+        return 0
+    try:
+        if args.wait:
+            status = job.wait()
+        else:  # the pod's log as it comes (progress lines, then the result or the fetcher's error)
+            for update in job.updates():
+                if update.line is not None:
+                    print(update.line.text, flush=True)
+            status = job.status()
+    except KeyboardInterrupt:
+        print(f"detached: {job.name} keeps running (lanenb jobs cancel {job.name} stops it)", file=sys.stderr)
+        return 130
+    print(f"{job.name}: {status}", flush=True)
+    code = 0 if status.state.value == "succeeded" else 1
+    if code == 0:
+        print(f"train on it: --pvc {args.pvc}:{args.mount_path} --dataset {where}", flush=True)
+    return code
 
 
 def cmd_check(args: argparse.Namespace) -> int:

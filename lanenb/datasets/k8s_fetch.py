@@ -5,60 +5,51 @@ azurenetappfiles:100Gi:/mnt``) in lanenb terms: a PVC of a given storage class a
 (ReadWriteMany, so every training worker can mount it) is created, or an existing one used,
 and a ``batch/v1`` Job runs the trainer image's fetcher into it::
 
-    python -m lanenb_trainer.datasets.fetch tusimple --to /mnt/tusimple --downloads /mnt/.lanenb-downloads
+    python -m lanenb_trainer.datasets.fetch tusimple --to /mnt/tusimple --downloads /mnt/.lanenb-downloads \
+        --progress-every 5
 
 Archives download onto the PVC, so a pod restarted by the Job (``backoffLimit``) resumes the
 partial download. The PVC then shows up in ``Backend.datasets()`` (the ``TrainPanel`` picker)
 and trains with ``%lanetrain --pvc <pvc>:/mnt --dataset /mnt/tusimple``.
 
-Every API call goes through :class:`~lanenb.jobs.backends.kubernetes.client.Clients.call`
-(retries, clear errors); manifests are plain dicts, like the MPIJob builder's.
+The Job is a lanenb job: :func:`submit_fetch_job` records it in the job registry and the
+``kubernetes-fetch`` backend (:mod:`.fetch_backend`) answers for it, so ``get_job``,
+``%lanejobs`` and ``lanenb jobs logs/wait/cancel`` work on it as on a training run. This
+module holds the manifests and the submission; every API call goes through
+:class:`~lanenb.jobs.backends.kubernetes.client.Clients.call` (retries, clear errors).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from lanenb.errors import UserError
 from lanenb.jobs.backends.kubernetes.client import Clients, KubernetesAPIError, load_clients
 from lanenb.jobs.backends.kubernetes.names import check_label, check_subdomain
-from lanenb_trainer.datasets.sources import get_source
 
-__all__ = ["FetchJob", "FetchJobError", "build_fetch_pvc", "build_fetch_job", "fetch_job_name", "submit_fetch_job",
-           "fetch_job_status", "wait_fetch_job", "cancel_fetch_job", "dataset_pvcs", "DATASET_LABEL",
-           "FETCH_ENTRYPOINT"]
+from .fetch_spec import FetchSpec, fetch_job_name
+
+if TYPE_CHECKING:
+    from lanenb.jobs import Job, JobRegistry
+
+__all__ = ["FetchJobError", "FetchSpec", "build_fetch_pvc", "build_fetch_job", "fetch_job_name", "submit_fetch_job",
+           "fetch_to_pvc", "create_fetch_objects", "dataset_pvcs", "DATASET_LABEL", "PVC_LABEL", "FETCH_ENTRYPOINT",
+           "CONTAINER"]
 
 FETCH_ENTRYPOINT = ["python", "-m", "lanenb_trainer.datasets.fetch"]  # in the trainer image
+CONTAINER = "fetch"
 DATASET_LABEL = "lanenb.io/dataset"
+PVC_LABEL = "lanenb.io/pvc"  # on the Job: one running fetch per claim
 MANAGED = {"app.kubernetes.io/managed-by": "lanenb", "app.kubernetes.io/name": "lanenb-fetch"}
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")
 
 
 class FetchJobError(UserError, RuntimeError):
-    """The fetch Job failed or cannot be created; the message says why (pod log tail included)."""
-
-
-@dataclass(frozen=True)
-class FetchJob:
-    """Handle of a submitted fetch Job."""
-
-    name: str
-    namespace: str
-    pvc: str
-    dataset_path: str  # where the dataset lies inside a pod that mounts the PVC at mount_path
-
-
-def fetch_job_name(dataset: str, pvc: str) -> str:
-    """``fetch-<dataset>-<pvc>`` cut to a valid label (Job names label their pods)."""
-    name = re.sub(r"[^a-z0-9-]", "-", f"fetch-{dataset}-{pvc}".lower())[:63].strip("-")
-    return check_label("job name", name)
+    """The fetch Job failed or cannot be created; the message says why (the fetcher's error line included)."""
 
 
 def build_fetch_pvc(pvc: str, *, size: str, storage_class: str | None, dataset: str,
@@ -74,182 +65,145 @@ def build_fetch_pvc(pvc: str, *, size: str, storage_class: str | None, dataset: 
             "metadata": {"name": pvc, "labels": {**MANAGED, DATASET_LABEL: dataset}}, "spec": spec}
 
 
-def build_fetch_job(dataset: str, pvc: str, *, image: str, name: str | None = None, mount_path: str = "/mnt",
-                    parts: Sequence[str] = (), mirrors: Sequence[str] = (), urls: Sequence[str] = (),
-                    default_urls: bool = True, backoff_limit: int = 3, image_pull_policy: str = "IfNotPresent",
-                    active_deadline_seconds: int | None = None) -> dict[str, Any]:
-    """The ``batch/v1`` Job manifest that fetches ``dataset`` into ``<mount_path>/<dataset>`` on ``pvc``."""
-    source = get_source(dataset)
-    for p in parts:
-        source.select([p])  # names the bad part
-    check_subdomain("pvc", pvc)
-    name = check_label("job name", name) if name else fetch_job_name(source.name, pvc)
-    if not image or any(c.isspace() for c in image):
-        raise FetchJobError(f"image={image!r}: the trainer image (e.g. registry/lanenb-trainer:0.1) is required")
-    if not mount_path.startswith("/"):
-        raise FetchJobError(f"mount_path={mount_path!r}: must be an absolute path")
-    root = f"{mount_path.rstrip('/')}/{source.name}"
-    args = [source.name, "--to", root, "--downloads", f"{mount_path.rstrip('/')}/.lanenb-downloads", "--quiet"]
-    if parts:
-        args += ["--parts", *parts]
-    for m in mirrors:
+def build_fetch_job(spec: FetchSpec) -> dict[str, Any]:
+    """The ``batch/v1`` Job manifest that fetches ``spec.dataset`` into ``spec.dataset_path`` on ``spec.pvc``.
+
+    The fetcher writes a plain progress line every ``spec.progress_every`` seconds (bytes, rate,
+    ETA) instead of tqdm bars, so the pod log (``Job.logs()``, the live view) shows how far it is.
+    """
+    args = [spec.dataset, "--to", spec.dataset_path, "--downloads", spec.downloads_path,
+            "--progress-every", f"{spec.progress_every:g}"]
+    if spec.parts:
+        args += ["--parts", *spec.parts]
+    for m in spec.mirrors:
         args += ["--mirror", m]
-    for u in urls:
+    for u in spec.urls:
         args += ["--url", u]
-    if not default_urls:
+    if not spec.default_urls:
         args.append("--no-default-urls")
-    labels = {**MANAGED, DATASET_LABEL: source.name, "app.kubernetes.io/instance": name}
-    spec: dict[str, Any] = {
-        "backoffLimit": int(backoff_limit),
+    assert spec.name is not None  # set by FetchSpec
+    labels = {**MANAGED, DATASET_LABEL: spec.dataset, "app.kubernetes.io/instance": spec.name}
+    job_spec: dict[str, Any] = {
+        "backoffLimit": spec.backoff_limit,
         "template": {
             "metadata": {"labels": labels},
             "spec": {
                 "restartPolicy": "Never",
                 "containers": [{
-                    "name": "fetch", "image": image, "imagePullPolicy": image_pull_policy,
+                    "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
                     "command": FETCH_ENTRYPOINT + args,
                     "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
-                    "volumeMounts": [{"name": "data", "mountPath": mount_path}],
+                    "volumeMounts": [{"name": "data", "mountPath": spec.mount_path}],
                 }],
-                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": pvc}}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": spec.pvc}}],
             },
         },
     }
-    if active_deadline_seconds is not None:
-        spec["activeDeadlineSeconds"] = int(active_deadline_seconds)
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels}, "spec": spec}
+    if spec.active_deadline_seconds is not None:
+        job_spec["activeDeadlineSeconds"] = spec.active_deadline_seconds
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": spec.name, "labels": {**labels, PVC_LABEL: spec.pvc}}, "spec": job_spec}
 
 
-def _batch(clients: Clients) -> k8s.BatchV1Api:
-    return k8s.BatchV1Api(clients.api)
+def _finished(job: dict[str, Any]) -> bool:
+    conds = (job.get("status") or {}).get("conditions") or []
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conds)
 
 
-def submit_fetch_job(dataset: str = "tusimple", *, pvc: str, image: str, namespace: str = "default",
-                     size: str = "100Gi", storage_class: str | None = None, create_pvc: bool = True,
-                     context: str | None = None, kubeconfig: str | None = None, clients: Clients | None = None,
-                     **job_kwargs: Any) -> FetchJob:
-    """Create (or reuse) the PVC and submit the fetch Job.
+def create_fetch_objects(spec: FetchSpec, clients: Clients, namespace: str) -> dict[str, Any]:
+    """Create (or reuse) the PVC and create the Job; returns the created Job (raw dict).
+
+    Raises:
+        FetchJobError: missing PVC with ``create_pvc=False``, another fetch Job still running
+            into the same PVC, a Job of that name exists, or no such namespace.
+        KubernetesError: the cluster is unreachable or refuses the request.
+    """
+    check_label("namespace", namespace)
+    job = build_fetch_job(spec)
+    claim = build_fetch_pvc(spec.pvc, size=spec.size, storage_class=spec.storage_class, dataset=spec.dataset)
+    core, batch = clients.core, clients.batch
+    try:
+        clients.call(core.read_namespaced_persistent_volume_claim, spec.pvc, namespace,
+                     what=f"reading PVC {spec.pvc}", _preload_content=False)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise KubernetesAPIError(f"reading PVC {spec.pvc} in {namespace}: {exc.status} {exc.reason}",
+                                     exc.status, exc.body) from exc
+        if not spec.create_pvc:
+            raise FetchJobError(f"pvc={spec.pvc!r} does not exist in namespace {namespace!r} "
+                                f"(create_pvc=False)") from None
+        clients.call(core.create_namespaced_persistent_volume_claim, namespace, claim,
+                     what=f"creating PVC {spec.pvc}", _preload_content=False)
+    selector = ",".join(f"{k}={v}" for k, v in {**MANAGED, PVC_LABEL: spec.pvc}.items())
+    resp = clients.call(batch.list_namespaced_job, namespace, label_selector=selector,
+                        what="listing fetch Jobs", _preload_content=False)
+    busy = [j["metadata"]["name"] for j in json.loads(resp.data).get("items") or []
+            if not _finished(j) and not j["metadata"].get("deletionTimestamp")]
+    if busy:
+        raise FetchJobError(f"fetch Job {busy[0]!r} is still filling pvc={spec.pvc!r} in {namespace!r}: wait for it "
+                            f"(lanenb jobs wait {busy[0]}) or cancel it (lanenb jobs cancel {busy[0]})")
+    name = job["metadata"]["name"]
+    try:
+        resp = clients.call(batch.create_namespaced_job, namespace, job, what=f"creating Job {name}",
+                            _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 409:
+            raise FetchJobError(f"a Job {name!r} exists already in {namespace!r}: pick another name") from None
+        if exc.status == 404:
+            raise FetchJobError(f"the cluster at {clients.where()} does not serve batch/v1 Jobs in "
+                                f"namespace {namespace!r} (missing namespace?)") from None
+        raise KubernetesAPIError(f"creating Job {name}: {exc.status} {exc.reason}", exc.status, exc.body) from exc
+    return json.loads(resp.data)
+
+
+def submit_fetch_job(dataset: str = "tusimple", *, pvc: str, image: str, kubeconfig: str | None = None,
+                     registry: "JobRegistry | None" = None, clients: Clients | None = None,
+                     **fields: Any) -> "Job":
+    """Create (or reuse) the PVC, submit the fetch Job and record it as a lanenb job.
 
     Args:
         dataset: ``tusimple`` or ``culane``.
         pvc: the claim to fill; created with ``size``/``storage_class`` unless it exists.
         image: the trainer image (it carries ``lanenb_trainer.datasets.fetch``).
-        create_pvc: ``False``: the PVC must exist already.
-        job_kwargs: ``parts``, ``mirrors``, ``urls``, ``default_urls``, ``mount_path``, ... of
-            :func:`build_fetch_job`.
+        kubeconfig: kubeconfig file (default: kubectl's); the context is ``context=``.
+        fields: the other :class:`FetchSpec` fields (``namespace``, ``size``, ``storage_class``,
+            ``create_pvc``, ``parts``, ``mirrors``, ``urls``, ``default_urls``, ``name``, ...).
+
+    Returns:
+        Job: ``status()``, ``logs(follow=True)``, ``wait()``, ``cancel()``, as for training;
+        ``job.handle["dataset_path"]`` is where the data lies on the PVC.
 
     Raises:
-        FetchJobError: bad value, missing PVC with ``create_pvc=False``, or the Job exists already.
+        SpecError / UnknownDatasetError: a bad value (no request is sent).
+        FetchJobError: missing PVC with ``create_pvc=False``, or a fetch into it still running.
         KubernetesError: the cluster is unreachable or refuses the request.
     """
-    check_label("namespace", namespace)
-    job = build_fetch_job(dataset, pvc, image=image, **job_kwargs)
-    claim = build_fetch_pvc(pvc, size=size, storage_class=storage_class, dataset=get_source(dataset).name)
-    clients = clients or load_clients(context, kubeconfig)
-    core = clients.core
-    try:
-        clients.call(core.read_namespaced_persistent_volume_claim, pvc, namespace, what=f"reading PVC {pvc}",
-                     _preload_content=False)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise KubernetesAPIError(f"reading PVC {pvc} in {namespace}: {exc.status} {exc.reason}",
-                                     exc.status, exc.body) from exc
-        if not create_pvc:
-            raise FetchJobError(f"pvc={pvc!r} does not exist in namespace {namespace!r} (create_pvc=False)") from None
-        clients.call(core.create_namespaced_persistent_volume_claim, namespace, claim, what=f"creating PVC {pvc}",
-                     _preload_content=False)
-    name = job["metadata"]["name"]
-    try:
-        clients.call(_batch(clients).create_namespaced_job, namespace, job, what=f"creating Job {name}",
-                     _preload_content=False)
-    except ApiException as exc:
-        if exc.status == 409:
-            raise FetchJobError(f"a Job {name!r} exists already in {namespace!r}: wait for it, or delete it "
-                                f"(cancel_fetch_job) to fetch again") from None
-        if exc.status == 404:
-            raise FetchJobError(f"the cluster at {clients.where()} does not serve batch/v1 Jobs in "
-                                f"namespace {namespace!r} (missing namespace?)") from None
-        raise KubernetesAPIError(f"creating Job {name}: {exc.status} {exc.reason}", exc.status, exc.body) from exc
-    path = job["spec"]["template"]["spec"]["containers"][0]["command"][len(FETCH_ENTRYPOINT) + 2]
-    return FetchJob(name, namespace, pvc, path)
+    from lanenb.jobs import submit
+
+    spec = FetchSpec(dataset=dataset, pvc=pvc, image=image, **fields)
+    opts: dict[str, Any] = {"kubeconfig": kubeconfig}
+    if clients is not None:
+        opts["clients"] = clients
+    return submit(spec, registry=registry, **opts)
 
 
-def _read_job(clients: Clients, handle: FetchJob) -> dict[str, Any] | None:
-    try:
-        resp = clients.call(_batch(clients).read_namespaced_job_status, handle.name, handle.namespace,
-                            what=f"reading Job {handle.name}", _preload_content=False)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return json.loads(resp.data)
+def fetch_to_pvc(dataset: str = "tusimple", *, pvc: str, image: str, timeout: float | None = None,
+                 poll: float = 1.0, **kwargs: Any) -> "Job":
+    """:func:`submit_fetch_job`, then wait until the data is on the PVC.
 
-
-def _log_tail(clients: Clients, handle: FetchJob, lines: int = 20) -> str:
-    core = clients.core
-    pods = json.loads(clients.call(core.list_namespaced_pod, handle.namespace, label_selector=f"job-name={handle.name}",
-                                   what="listing fetch pods", _preload_content=False).data).get("items") or []
-    if not pods:
-        return ""
-    last = sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")[-1]
-    try:
-        return clients.call(core.read_namespaced_pod_log, last["metadata"]["name"], handle.namespace,
-                            tail_lines=lines, what="reading the fetch pod's log")
-    except ApiException:
-        return ""
-
-
-def fetch_job_status(handle: FetchJob, *, clients: Clients | None = None, context: str | None = None,
-                     kubeconfig: str | None = None) -> str:
-    """``Running``, ``Succeeded``, ``Failed: <reason: message>`` or ``Lost`` (the Job is gone)."""
-    clients = clients or load_clients(context, kubeconfig)
-    job = _read_job(clients, handle)
-    if job is None:
-        return "Lost"
-    conds = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
-    if "Complete" in conds:
-        return "Succeeded"
-    if "Failed" in conds:
-        c = conds["Failed"]
-        return f"Failed: {c.get('reason', '')}: {c.get('message', '')}".rstrip(": ")
-    return "Running"
-
-
-def wait_fetch_job(handle: FetchJob, *, timeout: float = 24 * 3600, poll: float = 2.0, clients: Clients | None = None,
-                   context: str | None = None, kubeconfig: str | None = None) -> str:
-    """Block until the Job succeeds (returns ``Succeeded``).
+    Returns:
+        Job: the succeeded fetch job.
 
     Raises:
-        FetchJobError: the Job failed (with the last pod's log tail: the fetcher's one-line
-            error), vanished, or did not end within ``timeout`` seconds.
+        FetchJobError: the fetch failed (the message carries the fetcher's error line), was
+            cancelled, or its Job vanished.
+        TimeoutError: still running after ``timeout`` seconds (it keeps running).
     """
-    clients = clients or load_clients(context, kubeconfig)
-    deadline = time.monotonic() + timeout
-    while True:
-        status = fetch_job_status(handle, clients=clients)
-        if status == "Succeeded":
-            return status
-        if status.startswith("Failed") or status == "Lost":
-            tail = _log_tail(clients, handle) if status != "Lost" else ""
-            last = next((ln for ln in reversed(tail.splitlines()) if "error" in ln.lower()), "")
-            what = "is gone (deleted?)" if status == "Lost" else "failed: " + status.partition(": ")[2]
-            raise FetchJobError(f"fetch Job {handle.namespace}/{handle.name} {what}"
-                                + (f"; pod log: {last.strip()}" if last else ""))
-        if time.monotonic() > deadline:
-            raise FetchJobError(f"fetch Job {handle.namespace}/{handle.name} still running after {timeout:.0f} s")
-        time.sleep(poll)
-
-
-def cancel_fetch_job(handle: FetchJob, *, clients: Clients | None = None, context: str | None = None,
-                     kubeconfig: str | None = None) -> None:
-    """Delete the Job and its pods (the PVC and what it holds stay; a new Job resumes)."""
-    clients = clients or load_clients(context, kubeconfig)
-    try:
-        clients.call(_batch(clients).delete_namespaced_job, handle.name, handle.namespace,
-                     propagation_policy="Background", what=f"deleting Job {handle.name}", _preload_content=False)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    job = submit_fetch_job(dataset, pvc=pvc, image=image, **kwargs)
+    status = job.wait(timeout=timeout, poll=poll)
+    if status.state.value != "succeeded":
+        raise FetchJobError(f"fetch job {job.name} {status}")
+    return job
 
 
 def dataset_pvcs(namespace: str = "default", *, clients: Clients | None = None, context: str | None = None,

@@ -52,9 +52,11 @@ class Job:
 
     @property
     def spec(self) -> TrainSpec:
-        """Parsed on first use, so listing jobs never fails on one odd old record."""
+        """Parsed on first use, so listing jobs never fails on one odd old record; by the
+        backend, whose jobs may run another spec (``FetchSpec`` for dataset fetch Jobs)."""
         if self._spec is None:
-            self._spec = TrainSpec.from_dict(self._record.spec)
+            parse = getattr(self.backend, "spec_from_dict", TrainSpec.from_dict)
+            self._spec = parse(self._record.spec)
         return self._spec
 
     # ---------------------------------------------------------------- plumbing
@@ -292,8 +294,12 @@ class Job:
 
 # -------------------------------------------------------------------- module API
 def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_opts: Any) -> Job:
-    """Record the job, start it on its backend and return at once."""
-    if not isinstance(spec, TrainSpec):
+    """Record the job, start it on its backend and return at once.
+
+    ``spec`` is a ``TrainSpec``, or another spec with ``name``, ``backend`` and ``to_dict()``
+    that its backend runs (``lanenb.datasets.FetchSpec``: the dataset fetch Job)."""
+    if not isinstance(spec, TrainSpec) and not (getattr(spec, "name", None) and getattr(spec, "backend", None)
+                                                and callable(getattr(spec, "to_dict", None))):
         raise TypeError(f"submit() takes a TrainSpec, got {type(spec).__name__}")
     registry = registry or JobRegistry()
     backend = get_backend(spec.backend, **backend_opts)
@@ -308,7 +314,7 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
                                   else default_run_dir(spec.name))
         stored["run_dir"] = run_dir  # pinned, so a re-attached Job sees the same directory
     else:
-        run_dir = spec.run_dir  # a path inside the cluster: never expanded here
+        run_dir = getattr(spec, "run_dir", None)  # a path inside the cluster: never expanded here
     backend.validate(spec, run_dir)
     try:
         record = registry.add(spec.name, spec.backend, stored, run_dir)

@@ -143,6 +143,8 @@ class Faults:
     status: dict[str, int] = field(default_factory=dict)
     ignore_range: bool = False
     no_length: set[str] = field(default_factory=set)
+    # hold[name] = event: send half the body, then wait for the event (a download in progress)
+    hold: dict[str, threading.Event] = field(default_factory=dict)
 
 
 class LoopbackServer:
@@ -208,6 +210,12 @@ class LoopbackServer:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
+                held = outer.faults.hold.get(name)
+                if held is not None:
+                    self.wfile.write(body[:len(body) // 2])
+                    self.wfile.flush()
+                    held.wait(60)
+                    body = body[len(body) // 2:]
                 self.wfile.write(body)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -4,7 +4,9 @@ When a Job is created it does what the real pieces do, in miniature: one pod lab
 ``job-name=<job>``, Pending/Unschedulable when a mounted PVC does not exist; otherwise the
 container's command really runs here (``python`` -> this interpreter, paths under a PVC's mount
 path -> a local folder standing for that PVC), its output becomes the pod's log, and the exit
-code becomes the pod phase and the Job's ``Complete``/``Failed`` condition.
+code becomes the pod phase and the Job's ``Complete``/``Failed`` condition. The pod is placed on a
+node, so a deletion (a cancel: Foreground deletion of the Job) only marks it until its kubelet,
+here the ``cluster`` fixture's fake one, confirms; the fetcher process is killed at the mark.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class FakeJobController:
     volumes: Path  # <volumes>/<namespace>/<claim> stands for each PVC
     launched: list[list[str]] = field(default_factory=list)
     tasks: set = field(default_factory=set)
+    processes: dict = field(default_factory=dict)  # (namespace, pod) -> the running fetcher
 
     def attach(self) -> "FakeJobController":
         """Call on the emulator's loop (``thread.call(controller.attach)``)."""
@@ -36,6 +39,11 @@ class FakeJobController:
 
     async def on_event(self, kind: str, res: tuple, obj: dict) -> None:
         labels = obj["metadata"].get("labels") or {}
+        if res == PODS and kind == "MODIFIED" and obj["metadata"].get("deletionTimestamp"):
+            proc = self.processes.pop((obj["metadata"]["namespace"], obj["metadata"]["name"]), None)
+            if proc is not None and proc.returncode is None:
+                proc.kill()  # the kubelet stops the container of a pod being deleted
+            return
         if res == JOBS and kind == "ADDED" and labels.get(FETCH_LABEL[0]) == FETCH_LABEL[1]:
             task = asyncio.get_running_loop().create_task(self.run(obj))
             self.tasks.add(task)
@@ -43,7 +51,7 @@ class FakeJobController:
 
     def _job_status(self, ns: str, name: str, status: dict) -> None:
         job = self.emulator.get(JOBS, ns, name)
-        if job is not None:
+        if job is not None and not job["metadata"].get("deletionTimestamp"):  # no outcome for a deleted Job
             self.emulator.replace(JOBS, ns, name, {**job, "status": status}, status_only=True)
 
     def _pod_status(self, ns: str, name: str, status: dict) -> None:
@@ -58,7 +66,8 @@ class FakeJobController:
         pod = self.emulator.create(PODS, ns, {"metadata": {
             "generateName": f"{name}-", "labels": {**template["metadata"].get("labels", {}), "job-name": name},
             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name,
-                                 "uid": job["metadata"]["uid"], "controller": True}]}, "spec": template["spec"]})
+                                 "uid": job["metadata"]["uid"], "controller": True}]},
+            "spec": {**template["spec"], "nodeName": "node-0"}})
         pname = pod["metadata"]["name"]
         self._job_status(ns, name, {"active": 1, "startTime": now_rfc3339()})
         container = template["spec"]["containers"][0]
@@ -86,6 +95,7 @@ class FakeJobController:
         log = self.emulator.pod_log(ns, pname, container["name"])
         proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.STDOUT, env=env)
+        self.processes[(ns, pname)] = proc
         assert proc.stdout is not None
         async for raw in proc.stdout:
             log.append(raw.decode(errors="replace").rstrip("\n"))

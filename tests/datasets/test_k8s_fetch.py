@@ -1,20 +1,26 @@
 """The cluster fetch: a PVC + ``batch/v1`` Job through the real kubernetes client to the emulator,
-whose fake Job controller really runs the Job's command against the loopback HTTP server."""
+whose fake Job controller really runs the Job's command against the loopback HTTP server. The
+Job is a lanenb job: the Job API (``get_job``, ``%lanejobs``' table, ``lanenb jobs``) runs it."""
 
 from __future__ import annotations
+
+import json
+import threading
 
 import pytest
 
 from k8s_fetch_support import FakeJobController
 from kube_emulator import JOBS, PVCS
+from lanenb.datasets.fetch_spec import FetchSpec
 from lanenb.datasets.k8s_fetch import (FETCH_ENTRYPOINT, FetchJobError, build_fetch_job, build_fetch_pvc,
-                                       cancel_fetch_job, dataset_pvcs, fetch_job_status, submit_fetch_job,
-                                       wait_fetch_job)
+                                       dataset_pvcs, fetch_to_pvc, submit_fetch_job)
 from lanenb.errors import UserError
+from lanenb.jobs import JobRegistry, JobState, available_backends, get_job, list_jobs
 from lanenb_trainer.data.labels import check_dataset
 from fetch_support import LoopbackServer
 
 PVC = "pvc-download-tusimple-data-0"
+IMAGE = "registry.example/lanenb-trainer:0.1"
 
 
 @pytest.fixture
@@ -27,17 +33,16 @@ def jobs(cluster, tmp_path):
 
 def submit(kubeconfig, server_url, **kw):
     kw.setdefault("pvc", PVC)
-    return submit_fetch_job("tusimple", image="registry.example/lanenb-trainer:0.1", kubeconfig=str(kubeconfig),
-                            storage_class="azurenetappfiles", size="100Gi", mirrors=[server_url],
-                            default_urls=False, parts=["test"], **kw)
+    return submit_fetch_job("tusimple", image=IMAGE, kubeconfig=str(kubeconfig), storage_class="azurenetappfiles",
+                            size="100Gi", mirrors=[server_url], default_urls=False, parts=["test"], **kw)
 
 
-def test_the_job_runs_the_trainer_images_fetcher_into_the_pvc():
-    job = build_fetch_job("tusimple", PVC, image="img:1", mirrors=["http://m"], parts=["test"])
+def test_the_job_runs_the_trainer_images_fetcher_into_the_pvc_with_progress_lines():
+    job = build_fetch_job(FetchSpec(pvc=PVC, image="img:1", mirrors=["http://m"], parts=["test"], name="f"))
     pod = job["spec"]["template"]["spec"]
     assert job["apiVersion"] == "batch/v1" and pod["restartPolicy"] == "Never"
     assert pod["containers"][0]["command"] == FETCH_ENTRYPOINT + [
-        "tusimple", "--to", "/mnt/tusimple", "--downloads", "/mnt/.lanenb-downloads", "--quiet",
+        "tusimple", "--to", "/mnt/tusimple", "--downloads", "/mnt/.lanenb-downloads", "--progress-every", "5",
         "--parts", "test", "--mirror", "http://m"]
     assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": PVC}}]
     assert pod["containers"][0]["volumeMounts"] == [{"name": "data", "mountPath": "/mnt"}]
@@ -49,28 +54,58 @@ def test_the_job_runs_the_trainer_images_fetcher_into_the_pvc():
 @pytest.mark.parametrize("call, message", [
     (lambda: build_fetch_pvc(PVC, size="100GB", storage_class=None, dataset="tusimple"), r"size='100GB'"),
     (lambda: build_fetch_pvc("Bad_Name", size="1Gi", storage_class=None, dataset="tusimple"), r"pvc 'Bad_Name'"),
-    (lambda: build_fetch_job("tusimple", PVC, image=""), r"image=''"),
-    (lambda: build_fetch_job("tusimple", PVC, image="i", parts=["all"]), r"part='all'"),
-    (lambda: build_fetch_job("mnist", PVC, image="i"), r"dataset='mnist'"),
+    (lambda: FetchSpec(pvc=PVC, image=""), r"image=''"),
+    (lambda: FetchSpec(pvc=PVC, image="i", parts=["all"]), r"part='all'"),
+    (lambda: FetchSpec("mnist", pvc=PVC, image="i"), r"dataset='mnist'"),
+    (lambda: FetchSpec(pvc="Bad_Name", image="i"), r"pvc='Bad_Name'"),
+    (lambda: FetchSpec(pvc=PVC, image="i", size="100GB"), r"size='100GB'"),
+    (lambda: FetchSpec(pvc=PVC, image="i", progress_every=-1), r"progress_every=-1"),
+    (lambda: FetchSpec.from_dict({"pvc": PVC, "image": "i", "colour": 1}), r"\['colour'\]"),
 ])
 def test_bad_values_are_named(call, message):
     with pytest.raises(UserError, match=message):
         call()
 
 
-def test_submit_creates_the_pvc_and_the_job_fills_it(jobs, kubeconfig, server):
+def test_the_fetch_is_a_lanenb_job_status_logs_wait_and_the_pvc_in_the_picker(jobs, kubeconfig, server):
     thread, controller = jobs
-    handle = submit(kubeconfig, server.url)
-    assert wait_fetch_job(handle, kubeconfig=str(kubeconfig), poll=0.2, timeout=120) == "Succeeded"
+    job = submit(kubeconfig, server.url)
+    assert job.backend_name == "kubernetes-fetch" and job.handle["dataset_path"] == "/mnt/tusimple"
+    again = get_job(job.name, registry=JobRegistry())  # a new kernel: everything from the registry row
+    assert isinstance(again.spec, FetchSpec) and again.spec.pvc == PVC
+    lines = [line.text for line in again.logs(follow=True)]
+    assert again.wait(timeout=120, poll=0.2).state == JobState.SUCCEEDED
+    assert get_job(job.name).status().state == JobState.SUCCEEDED
+    progress = [ln for ln in lines if ln.startswith("download test_set.zip: ")]
+    assert progress and "(100%)" in progress[-1]  # bytes, share, rate: the last line of the step
+    result = next(json.loads(ln) for ln in lines if ln.startswith("{"))  # the fetcher's final JSON line
+    assert result["root"].endswith(f"/{PVC}/tusimple") and result["parts"] == ["test"]  # the fake kubelet maps /mnt
     local = controller.volumes / "default" / PVC / "tusimple"
     assert (local / "test_label.json").is_file() and check_dataset(local) == []
-    assert handle.dataset_path == "/mnt/tusimple"
-    listed = dataset_pvcs("default", kubeconfig=str(kubeconfig))
-    assert listed == [{"name": PVC, "dataset": "tusimple", "storage_class": "azurenetappfiles", "size": "100Gi",
-                       "access_modes": ["ReadWriteMany"], "phase": None}]
+    assert dataset_pvcs("default", kubeconfig=str(kubeconfig)) == [{
+        "name": PVC, "dataset": "tusimple", "storage_class": "azurenetappfiles", "size": "100Gi",
+        "access_modes": ["ReadWriteMany"], "phase": None}]
     from lanenb.jobs.backends.kubernetes import KubernetesBackend
 
-    assert PVC in KubernetesBackend(kubeconfig=kubeconfig).datasets()  # the TrainPanel picker's list
+    assert PVC in KubernetesBackend(kubeconfig=kubeconfig).datasets()  # what the TrainPanel picker offers
+    assert "kubernetes-fetch" not in available_backends()  # never offered as a training backend
+
+
+def test_lanejobs_and_the_jobs_cli_show_the_fetch(jobs, kubeconfig, server, capsys):
+    from lanenb.cli import main
+    from lanenb.notebook.magics import JobTable
+
+    job = submit(kubeconfig, server.url)
+    assert main(["jobs", "wait", job.name, "--timeout", "120"]) == 0
+    assert capsys.readouterr().out.strip() == f"{job.name}: succeeded"
+    table = repr(JobTable(list_jobs()))
+    row = next(ln for ln in table.splitlines() if job.name in ln)
+    assert "kubernetes-fetch" in row and "succeeded" in row
+    assert main(["jobs", "logs", job.name]) == 0
+    assert "download test_set.zip: " in capsys.readouterr().out
+    assert main(["jobs", "show", job.name]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["backend_detail"]["pvc"] == PVC and shown["spec"]["dataset"] == "tusimple"
 
 
 def test_an_existing_pvc_is_used_as_it_is(jobs, kubeconfig, server):
@@ -79,8 +114,8 @@ def test_an_existing_pvc_is_used_as_it_is(jobs, kubeconfig, server):
         submit(kubeconfig, server.url, create_pvc=False)
     thread.call(thread.emulator.create, PVCS, "default", {"metadata": {"name": PVC}, "spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}})
-    handle = submit(kubeconfig, server.url, create_pvc=False)
-    assert wait_fetch_job(handle, kubeconfig=str(kubeconfig), poll=0.2, timeout=120) == "Succeeded"
+    job = submit(kubeconfig, server.url, create_pvc=False)
+    assert job.wait(timeout=120, poll=0.2).state == JobState.SUCCEEDED
     pvcs = thread.call(thread.emulator.list, PVCS, "default")
     assert [p["spec"]["resources"]["requests"]["storage"] for p in pvcs] == ["5Gi"]
 
@@ -88,20 +123,51 @@ def test_an_existing_pvc_is_used_as_it_is(jobs, kubeconfig, server):
 def test_a_failed_fetch_says_why_with_the_fetchers_error_line(jobs, kubeconfig):
     empty = LoopbackServer({}).start()
     try:
-        handle = submit(kubeconfig, empty.url)
-        with pytest.raises(FetchJobError, match=r"failed: BackoffLimitExceeded.*pod log: error: test_set\.zip: "
-                                                r"not found at any URL"):
-            wait_fetch_job(handle, kubeconfig=str(kubeconfig), poll=0.2, timeout=120)
+        job = submit(kubeconfig, empty.url)
+        status = job.wait(timeout=120, poll=0.2)
+        assert status.state == JobState.FAILED
+        assert status.reason.startswith("error: test_set.zip: not found at any URL")
+        assert "BackoffLimitExceeded" in status.reason
+        assert get_job(job.name).status().reason == status.reason  # recorded
+        with pytest.raises(FetchJobError, match=r"failed: error: test_set\.zip: not found at any URL"):
+            fetch_to_pvc("tusimple", pvc="other-pvc", image=IMAGE, kubeconfig=str(kubeconfig),
+                         mirrors=[empty.url], default_urls=False, parts=["test"], poll=0.2, timeout=120)
     finally:
         empty.stop()
 
 
-def test_a_second_job_for_the_same_pvc_is_refused_and_cancel_removes_the_job(jobs, kubeconfig, server):
-    thread, _ = jobs
-    handle = submit(kubeconfig, server.url)
-    with pytest.raises(FetchJobError, match=r"a Job 'fetch-tusimple-pvc-download-tusimple-data-0' exists already"):
-        submit(kubeconfig, server.url)
-    wait_fetch_job(handle, kubeconfig=str(kubeconfig), poll=0.2, timeout=120)
-    cancel_fetch_job(handle, kubeconfig=str(kubeconfig))
-    assert thread.call(thread.emulator.get, JOBS, "default", handle.name) is None
-    assert fetch_job_status(handle, kubeconfig=str(kubeconfig)) == "Lost"
+def test_cancel_through_the_job_api_stops_the_fetch_and_frees_the_pvc(cluster, jobs, kubeconfig, archives):
+    thread, controller = jobs
+    hold = threading.Event()
+    slow = LoopbackServer(archives)
+    slow.faults.hold["test_set.zip"] = hold  # the download stays in progress until released
+    slow.start()
+    try:
+        job = submit(kubeconfig, slow.url)
+        first = next(ln.text for ln in job.logs(follow=True) if ln.text.startswith("download test_set.zip: "))
+        assert "(0%)" in first  # the line of the step's start
+        assert job.status().state == JobState.RUNNING
+        with pytest.raises(FetchJobError, match=rf"fetch Job '{job.name}' is still filling pvc='{PVC}'"):
+            submit(kubeconfig, slow.url)
+        cluster[1].stop_delay = 1.0  # the kubelet takes a while to stop the pod: the Job is kept meanwhile
+        assert job.cancel().state == JobState.CANCELLED
+        assert get_job(job.name).status().state == JobState.CANCELLED
+        assert controller.processes == {}  # the fetcher was killed when its pod was marked for deletion
+        assert wait_until(lambda: thread.call(thread.emulator.get, JOBS, "default", job.name) is None)
+        hold.set()
+        again = submit(kubeconfig, slow.url)  # the claim is free again
+        assert again.wait(timeout=120, poll=0.2).state == JobState.SUCCEEDED
+    finally:
+        hold.set()
+        slow.stop()
+
+
+def wait_until(predicate, timeout: float = 30.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False

@@ -26,18 +26,25 @@ class BackendError(UserError, ValueError):
 _BACKENDS: Registry[Backend] = Registry("backend", {
     "local": "lanenb.jobs.backends.local:LocalBackend",
     "kubernetes": "lanenb.jobs.backends.kubernetes:KubernetesBackend",
+    "kubernetes-fetch": "lanenb.datasets.fetch_backend:KubernetesFetchBackend",  # dataset fetch Jobs
 }, error=BackendError)
 _REGISTRY: dict[str, Union[Factory, str]] = _BACKENDS.entries
+# backends whose jobs run another spec than TrainSpec: found by get_job, never offered for training
+_NOT_FOR_TRAINING = {"kubernetes-fetch"}
 
 
-def register_backend(name: str, factory: Union[Factory, str]) -> None:
+def register_backend(name: str, factory: Union[Factory, str], *, trains: bool = True) -> None:
     """Make ``name`` usable in ``TrainSpec(backend=name)``; ``factory`` may be a
-    "module:attribute" string to defer the import."""
+    "module:attribute" string to defer the import. ``trains=False``: a backend that runs
+    other jobs (its own spec type, see ``Backend.spec_from_dict``), left out of
+    ``available_backends``."""
     _BACKENDS.register(name, factory)
+    (_NOT_FOR_TRAINING.discard if trains else _NOT_FOR_TRAINING.add)(name)
 
 
 def available_backends() -> list[str]:
-    return _BACKENDS.names()
+    """The backends a ``TrainSpec`` can name (the launch form's choices)."""
+    return [n for n in _BACKENDS.names() if n not in _NOT_FOR_TRAINING]
 
 
 def _resolve(name: str) -> Factory:

@@ -50,6 +50,14 @@ class Backend(abc.ABC):
     name: str = ""
     runs_here: bool = False  # True: jobs run on this machine (local paths, a local run dir)
 
+    @classmethod
+    def spec_from_dict(cls, data: dict[str, Any]) -> Any:
+        """The spec of a registry row of this backend's jobs (``Job.spec``): a ``TrainSpec``,
+        unless the backend runs something else (the dataset fetch Job's ``FetchSpec``)."""
+        from ..spec import TrainSpec
+
+        return TrainSpec.from_dict(data)
+
     def validate(self, spec: "TrainSpec", run_dir: str | Path | None) -> None:
         """Raise ``ValueError`` for a spec this backend cannot run; called by ``submit``
         before the job is recorded, so a rejected job leaves nothing behind."""

@@ -33,7 +33,7 @@ from .archives import extract
 from .download import download
 from .errors import (CorruptArchiveError, DestinationError, FetchError, IncompleteDatasetError,
                      SourceNotFoundError, UnsafeArchiveError)
-from .progress import ProgressArg, make_progress
+from .progress import LineProgress, ProgressArg, make_progress
 from .sources import Archive, DatasetSource, archive_urls, config_mirrors, get_source, load_config, pinned
 
 __all__ = ["fetch_dataset", "FetchResult", "check_layout", "is_complete", "RECORD", "add_fetch_arguments",
@@ -271,10 +271,11 @@ def _download_and_place(source: DatasetSource, archives: Sequence[Archive], plan
 
 # --------------------------------------------------------------------------- command line
 
-def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
-    """The fetch flags, shared by ``lanenb data fetch`` and ``python -m ...datasets.fetch``."""
+def add_fetch_arguments(parser: argparse.ArgumentParser, *, to_required: bool = True) -> None:
+    """The fetch flags, shared by ``lanenb data fetch`` and ``python -m ...datasets.fetch``
+    (``to_required=False``: ``lanenb data fetch --cluster`` fills a PVC instead)."""
     parser.add_argument("dataset", help="tusimple or culane")
-    parser.add_argument("--to", required=True, help="dataset root to create (absent or empty)")
+    parser.add_argument("--to", required=to_required, help="dataset root to create (absent or empty)")
     parser.add_argument("--parts", nargs="+", metavar="PART", help="train and/or test (default: all)")
     parser.add_argument("--url", action="append", default=[], metavar="[ARCHIVE=]URL",
                         help="use URL for ARCHIVE (e.g. train_set.zip=https://...); without ARCHIVE= "
@@ -289,6 +290,9 @@ def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-check", action="store_true", help="skip the final data check")
     parser.add_argument("--retries", type=int, default=3, help="resumed attempts per URL (default 3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--progress-every", type=float, default=None, metavar="SECONDS",
+                        help="instead of bars, one plain line per step every SECONDS (bytes, rate, ETA): "
+                             "for logs read later, e.g. the cluster fetch Job's pod log")
 
 
 def parse_url_args(values: Sequence[str], dataset: str) -> dict[str, list[str]]:
@@ -310,10 +314,15 @@ def parse_url_args(values: Sequence[str], dataset: str) -> dict[str, list[str]]:
 def run_from_args(args: argparse.Namespace) -> FetchResult:
     if args.retries < 0:
         raise FetchError(f"--retries must be >= 0, got {args.retries}")
+    progress: ProgressArg = not args.quiet
+    if args.progress_every is not None:
+        if not args.progress_every >= 0:
+            raise FetchError(f"--progress-every must be >= 0 seconds, got {args.progress_every}")
+        progress = LineProgress(args.progress_every)
     return fetch_dataset(args.dataset, args.to, parts=args.parts, urls=parse_url_args(args.url, args.dataset),
                          mirrors=args.mirror, default_urls=not args.no_default_urls, downloads=args.downloads,
                          keep_archives=args.keep_archives, check=not args.no_check,
-                         progress=not args.quiet, retries=args.retries)
+                         progress=progress, retries=args.retries)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m lanenb_trainer.datasets.fetch") -> int:

@@ -1,12 +1,16 @@
 """Progress for long fetch steps: tqdm bars (``tqdm.auto``: widgets in a notebook, text in a
 terminal, with rate and ETA) or a callback ``fn(stage, name, done, total)`` for front ends that
-draw their own (the ``DatasetPreview`` fetch button)."""
+draw their own (the ``DatasetPreview`` fetch button), or :class:`LineProgress`: plain text lines
+every few seconds, for logs that are read later (the cluster fetch Job's pod log, where a tqdm bar
+would be one endless line of carriage returns)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Union
+import sys
+import time
+from typing import Any, Callable, Protocol, TextIO, Union
 
-__all__ = ["ProgressCallback", "Progress", "make_progress"]
+__all__ = ["ProgressCallback", "Progress", "make_progress", "LineProgress", "format_bytes"]
 
 
 class ProgressCallback(Protocol):
@@ -59,3 +63,64 @@ def make_progress(progress: ProgressArg) -> Callable[..., Progress]:
         return Progress(stage, name, total, initial, bar=bar, callback=callback, unit=unit)
 
     return factory
+
+
+def format_bytes(n: float) -> str:
+    """``1536`` -> ``1.5 KiB`` (binary units, as tqdm's ``unit_divisor=1024``)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def _format_eta(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+class LineProgress:
+    """A progress callback writing one plain line per step every ``interval`` seconds::
+
+        download train_set.zip: 1.2 GiB / 9.6 GiB (12%), 48.3 MiB/s, ETA 0:02:58
+
+    The first and the last line of each step (``done == total``) are always written, so even a
+    step that lasts a fraction of a second leaves its size in the log. The rate counts only the
+    bytes of this run (a resumed download starts at its offset).
+
+    Args:
+        interval: seconds between two lines of the same step.
+        out: where to write (default: ``sys.stdout`` at the time of the call), flushed per line.
+        clock: ``time.monotonic`` (tests pass a fake clock).
+    """
+
+    def __init__(self, interval: float = 5.0, out: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not interval >= 0:
+            raise ValueError(f"interval={interval!r}: must be >= 0 seconds")
+        self.interval, self.out, self.clock = interval, out, clock
+        self._steps: dict[tuple[str, str], list[float]] = {}  # (stage, name) -> [t0, done0, last print]
+
+    def __call__(self, stage: str, name: str, done: int, total: int | None) -> None:
+        now = self.clock()
+        step = self._steps.get((stage, name))
+        finished = total is not None and done >= total
+        if step is None or step[1] > done:  # a new step, or a retry that started over
+            self._steps[(stage, name)] = step = [now, float(done), now]
+        elif step[2] < 0 or (not finished and now - step[2] < self.interval):
+            return  # its last line is written already, or the previous one is too recent
+        step[2] = -1.0 if finished else now
+        self._write(stage, name, done, total, now - step[0], done - step[1])
+
+    def _write(self, stage: str, name: str, done: int, total: int | None, elapsed: float, gained: float) -> None:
+        text = f"{stage} {name}: {format_bytes(done)}"
+        if total:
+            text += f" / {format_bytes(total)} ({min(done / total, 1.0):.0%})"
+        if elapsed > 0 and gained > 0:
+            rate = gained / elapsed
+            text += f", {format_bytes(rate)}/s"
+            if total and done < total:
+                text += f", ETA {_format_eta((total - done) / rate)}"
+        out = self.out or sys.stdout
+        print(text, file=out, flush=True)
