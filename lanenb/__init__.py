@@ -35,6 +35,16 @@ def predict(weights: Any, images: Any, **kwargs: Any) -> Any:
     return _predict(weights, images, **kwargs)
 
 
+def fetch_to_pvc(name: str = "tusimple", *, pvc: str, image: str, **kwargs: Any) -> Any:
+    """``lanenb.fetch_to_pvc("tusimple", pvc="data", image=IMG)``: the fetch as a Kubernetes Job
+    that fills the PVC (created unless it exists), recorded as a lanenb job; waits for it and
+    returns the ``Job`` (see ``lanenb.datasets.k8s_fetch.fetch_to_pvc``; ``submit_fetch_job``
+    returns at once)."""
+    from lanenb.datasets.k8s_fetch import fetch_to_pvc as _fetch
+
+    return _fetch(name, pvc=pvc, image=image, **kwargs)
+
+
 def fetch_dataset(name: str, to: Any, **kwargs: Any) -> Any:
     """``lanenb.fetch_dataset("tusimple", to=DIR)``: download and prepare a dataset
     (see ``lanenb_trainer.datasets.fetch.fetch_dataset`` for the arguments)."""

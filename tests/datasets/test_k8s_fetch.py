@@ -9,11 +9,12 @@ import threading
 
 import pytest
 
+import lanenb
 from k8s_fetch_support import FakeJobController
 from kube_emulator import JOBS, PVCS
 from lanenb.datasets.fetch_spec import FetchSpec
 from lanenb.datasets.k8s_fetch import (FETCH_ENTRYPOINT, FetchJobError, build_fetch_job, build_fetch_pvc,
-                                       dataset_pvcs, fetch_to_pvc, submit_fetch_job)
+                                       dataset_pvcs, submit_fetch_job)
 from lanenb.errors import UserError
 from lanenb.jobs import JobRegistry, JobState, available_backends, get_job, list_jobs
 from lanenb_trainer.data.labels import check_dataset
@@ -130,7 +131,7 @@ def test_a_failed_fetch_says_why_with_the_fetchers_error_line(jobs, kubeconfig):
         assert "BackoffLimitExceeded" in status.reason
         assert get_job(job.name).status().reason == status.reason  # recorded
         with pytest.raises(FetchJobError, match=r"failed: error: test_set\.zip: not found at any URL"):
-            fetch_to_pvc("tusimple", pvc="other-pvc", image=IMAGE, kubeconfig=str(kubeconfig),
+            lanenb.fetch_to_pvc("tusimple", pvc="other-pvc", image=IMAGE, kubeconfig=str(kubeconfig),
                          mirrors=[empty.url], default_urls=False, parts=["test"], poll=0.2, timeout=120)
     finally:
         empty.stop()
@@ -171,3 +172,44 @@ def wait_until(predicate, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_cli_cluster_follows_the_pod_log_and_detach_returns_at_once(jobs, kubeconfig, server, capsys, monkeypatch):
+    from lanenb.cli import main
+
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    base = ["data", "fetch", "tusimple", "--cluster", "--pvc", PVC, "--image", IMAGE, "--size", "1Gi",
+            "--storage-class", "azurenetappfiles", "--parts", "test", "--mirror", server.url, "--no-default-urls"]
+    assert main(base + ["--name", "fetch-one"]) == 0
+    out = capsys.readouterr().out
+    assert "submitted fetch-one: tusimple into PVC" in out and "at /mnt/tusimple" in out
+    assert "download test_set.zip: " in out and "(100%)" in out  # the pod's progress lines, followed
+    assert "fetch-one: succeeded" in out and f"--pvc {PVC}:/mnt --dataset /mnt/tusimple" in out
+    assert get_job("fetch-one").spec.size == "1Gi"
+    assert main(base + ["--name", "fetch-two", "--detach"]) == 0
+    assert "lanenb jobs logs -f fetch-two" in capsys.readouterr().out
+    assert get_job("fetch-two").wait(timeout=120, poll=0.2).state == JobState.SUCCEEDED
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--pvc", PVC, "--image", IMAGE, "--to", "/data"], "--to is a local directory"),
+    (["--image", IMAGE], "--cluster needs --pvc NAME"),
+    (["--pvc", PVC], "image=''"),
+    (["--pvc", PVC, "--image", IMAGE, "--url", "nope.zip=http://x/nope.zip"], "'nope.zip' is not an archive"),
+])
+def test_cli_cluster_mistakes_are_named_before_any_request(extra, message, capsys, monkeypatch, tmp_path):
+    from lanenb.cli import main
+
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))  # nothing is sent: no cluster needed
+    monkeypatch.delenv("LANENB_IMAGE", raising=False)
+    assert main(["data", "fetch", "tusimple", "--cluster", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_without_cluster_refuses_cluster_flags(capsys, tmp_path):
+    from lanenb.cli import main
+
+    assert main(["data", "fetch", "tusimple", "--to", str(tmp_path / "t"), "--pvc", PVC]) == 2
+    assert "--pvc need(s) --cluster" in capsys.readouterr().err
+    assert main(["data", "fetch", "tusimple"]) == 2
+    assert "--to DIR is required (or --cluster --pvc NAME)" in capsys.readouterr().err
