@@ -20,8 +20,14 @@ from kubernetes.client.exceptions import ApiException
 
 from lanenb.jobs.backends.base import Backend, LogChunk, LogLine
 from lanenb.jobs.backends.kubernetes.client import Clients, KubernetesAPIError, RetryPolicy, load_clients
-from lanenb.jobs.backends.kubernetes.logs import (StampCursor, _container_terminated, follow_pod_lines, read_pod,
-                                                  read_pod_lines, read_pod_lines_after)
+from lanenb.jobs.backends.kubernetes.logs import (
+    StampCursor,
+    _container_terminated,
+    follow_pod_lines,
+    read_pod,
+    read_pod_lines,
+    read_pod_lines_after,
+)
 from lanenb.jobs.backends.kubernetes.names import check_label
 from lanenb.jobs.backends.kubernetes.status import parse_time, pod_problem
 from lanenb.jobs.spec import SpecError

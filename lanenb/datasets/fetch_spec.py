@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from lanenb.jobs.kube_rules import name_problem
 from lanenb.jobs.spec import PULL_POLICIES, SpecError
 
-__all__ = ["FetchSpec", "BACKEND", "fetch_job_name"]
+__all__ = ["BACKEND", "FetchSpec", "fetch_job_name"]
 
 BACKEND = "kubernetes-fetch"
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")

@@ -36,9 +36,21 @@ from .fetch_spec import FetchSpec, fetch_job_name
 if TYPE_CHECKING:
     from lanenb.jobs import Job, JobRegistry
 
-__all__ = ["FetchJobError", "FetchSpec", "build_fetch_pvc", "build_fetch_job", "fetch_job_name", "submit_fetch_job",
-           "fetch_to_pvc", "create_fetch_objects", "dataset_pvcs", "DATASET_LABEL", "PVC_LABEL", "FETCH_ENTRYPOINT",
-           "CONTAINER"]
+__all__ = [
+    "CONTAINER",
+    "DATASET_LABEL",
+    "FETCH_ENTRYPOINT",
+    "PVC_LABEL",
+    "FetchJobError",
+    "FetchSpec",
+    "build_fetch_job",
+    "build_fetch_pvc",
+    "create_fetch_objects",
+    "dataset_pvcs",
+    "fetch_job_name",
+    "fetch_to_pvc",
+    "submit_fetch_job",
+]
 
 FETCH_ENTRYPOINT = ["python", "-m", "lanenb_trainer.datasets.fetch"]  # in the trainer image
 CONTAINER = "fetch"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 
 import pytest
-
 from lanenb_trainer.datasets.progress import LineProgress
 
 

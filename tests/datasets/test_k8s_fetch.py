@@ -8,17 +8,23 @@ import json
 import threading
 
 import pytest
-
-import lanenb
+from fetch_support import LoopbackServer
 from k8s_fetch_support import FakeJobController
 from kube_emulator import JOBS, PVCS
+from lanenb_trainer.data.labels import check_dataset
+
+import lanenb
 from lanenb.datasets.fetch_spec import FetchSpec
-from lanenb.datasets.k8s_fetch import (FETCH_ENTRYPOINT, FetchJobError, build_fetch_job, build_fetch_pvc,
-                                       dataset_pvcs, submit_fetch_job)
+from lanenb.datasets.k8s_fetch import (
+    FETCH_ENTRYPOINT,
+    FetchJobError,
+    build_fetch_job,
+    build_fetch_pvc,
+    dataset_pvcs,
+    submit_fetch_job,
+)
 from lanenb.errors import UserError
 from lanenb.jobs import JobRegistry, JobState, available_backends, get_job, list_jobs
-from lanenb_trainer.data.labels import check_dataset
-from fetch_support import LoopbackServer
 
 PVC = "pvc-download-tusimple-data-0"
 IMAGE = "registry.example/lanenb-trainer:0.1"

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, Callable, Protocol, TextIO, Union
 
-__all__ = ["ProgressCallback", "Progress", "make_progress", "LineProgress", "format_bytes"]
+__all__ = ["LineProgress", "Progress", "ProgressCallback", "format_bytes", "make_progress"]
 
 
 class ProgressCallback(Protocol):
