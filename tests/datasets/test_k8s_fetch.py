@@ -12,6 +12,7 @@ from fetch_support import LoopbackServer
 from k8s_fetch_support import FakeJobController
 from kube_emulator import JOBS, PVCS
 from lanenb_trainer.data.labels import check_dataset
+from polling import wait_for
 
 import lanenb
 from lanenb.datasets.fetch_spec import FetchSpec
@@ -160,24 +161,13 @@ def test_cancel_through_the_job_api_stops_the_fetch_and_frees_the_pvc(cluster, j
         assert job.cancel().state == JobState.CANCELLED
         assert get_job(job.name).status().state == JobState.CANCELLED
         assert controller.processes == {}  # the fetcher was killed when its pod was marked for deletion
-        assert wait_until(lambda: thread.call(thread.emulator.get, JOBS, "default", job.name) is None)
+        wait_for(lambda: thread.call(thread.emulator.get, JOBS, "default", job.name) is None, what="the Job to be gone")
         hold.set()
         again = submit(kubeconfig, slow.url)  # the claim is free again
         assert again.wait(timeout=120, poll=0.2).state == JobState.SUCCEEDED
     finally:
         hold.set()
         slow.stop()
-
-
-def wait_until(predicate, timeout: float = 30.0) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_cli_cluster_follows_the_pod_log_and_detach_returns_at_once(jobs, kubeconfig, server, capsys, monkeypatch):
