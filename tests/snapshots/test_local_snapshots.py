@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from ctrl_c import default_sigint
 from polling import wait_for
 
 import lanenb.snapshots as snaps
@@ -47,7 +48,7 @@ def test_an_interrupted_snapshot_leaves_no_snapshot_and_an_untouched_source(tmp_
     vol = _random_volume(tmp_path / "vol", 24, 2 << 20)
     before = _tree_digest(vol)
     proc = subprocess.Popen([sys.executable, "-c", CREATE, str(vol), "victim"], start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     locks = store.repo / "locks"
     wait_for(lambda: any(locks.iterdir()) or proc.poll() is not None, 60, what="restic's repository lock",
              interval=0.001)

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-
+from ctrl_c import default_sigint
 from trainer_support import dump, engines, events_of, run_ranks, train_args
 
 pytestmark = pytest.mark.slow
@@ -120,7 +120,7 @@ def test_cli_ctrl_c_stops_every_rank(sig, synth_root, tmp_path):
     args = train_args(synth_root, tmp_path, engine="ddp", epochs=200)
     proc = subprocess.Popen([sys.executable, "-m", "lanenb", "train", "--processes", "2", "--raw", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "LANENB_THREADS": "1"})
+                            env={**os.environ, "LANENB_THREADS": "1"}, preexec_fn=default_sigint)
     pids, seen = set(), []
     for line in proc.stdout:
         seen.append(line)
