@@ -122,10 +122,6 @@ def _extract_zip(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
                         bar.update(len(chunk))
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
             raise CorruptArchiveError(f"{name} is damaged at member {info.filename!r} ({exc})") from exc
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise _full(dest, exc) from exc
-            raise
         finally:
             bar.close()
 
@@ -159,10 +155,6 @@ def _extract_tar(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
             raise UnsafeArchiveError(f"{name}: {exc}; refusing the archive") from exc
         except (tarfile.ReadError, EOFError, zlib.error) as exc:
             raise CorruptArchiveError(f"{name} is damaged ({exc})") from exc
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise _full(dest, exc) from exc
-            raise
         finally:
             bar.close()
 
@@ -174,10 +166,6 @@ def _copy_file(path: Path, dest: Path, filename: str, bar_factory: Callable[...,
             while chunk := src.read(_BUF):
                 dst.write(chunk)
                 bar.update(len(chunk))
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise _full(dest, exc) from exc
-        raise
     finally:
         bar.close()
 
@@ -193,11 +181,18 @@ def extract(path: str | os.PathLike, kind: str, dest: str | os.PathLike, *,
     """
     path, dest = Path(path), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    if kind == "zip":
-        _extract_zip(path, dest, bar_factory)
-    elif kind == "tar":
-        _extract_tar(path, dest, bar_factory)
-    elif kind == "file":
-        _copy_file(path, dest, filename or path.name, bar_factory)
-    else:  # pragma: no cover - sources are ours
+    if kind not in ("zip", "tar", "file"):  # pragma: no cover - sources are ours
         raise ValueError(f"unknown archive kind {kind!r}")
+    try:  # one place turns "no space" (ENOSPC, or EDQUOT on a quota) into the user's error
+        if kind == "zip":
+            _extract_zip(path, dest, bar_factory)
+        elif kind == "tar":
+            _extract_tar(path, dest, bar_factory)
+        else:
+            _copy_file(path, dest, filename or path.name, bar_factory)
+    except DiskFullError:
+        raise
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _full(dest, exc) from exc
+        raise
