@@ -18,7 +18,7 @@ ENGINES = [pytest.param("ddp", id="ddp"),
                not horovod_available(), reason="horovod.torch not importable (scripts/install_horovod.sh)"))]
 
 
-def wait_for(cluster: SimCluster, kind: str, timeout: float = 90) -> None:
+def wait_for_event(cluster: SimCluster, kind: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while not cluster.events(kind):
         if cluster.launcher.proc.poll() is not None or time.monotonic() > deadline:
@@ -54,7 +54,7 @@ def test_killed_worker_host_fails_the_job_naming_it_and_resume_continues(engine,
     try:
         cluster.start()
         cluster.start_launcher()
-        wait_for(cluster, "checkpoint")
+        wait_for_event(cluster, "checkpoint")
         time.sleep(1.0)  # mid-epoch
         killed = time.monotonic()
         cluster.kill_host(1)
@@ -83,13 +83,14 @@ def test_killed_worker_host_fails_the_job_naming_it_and_resume_continues(engine,
     assert min(e["step"] for e in again.events("step", rank=0)) == checkpoint + 1
 
 
-def test_partitioned_worker_fails_like_a_lost_one(synth_volume, tmp_path):
-    spec = make_spec(synth_volume, "ddp", 2, 1, run=tmp_path.name, epochs=40)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_partitioned_worker_fails_like_a_lost_one(engine, synth_volume, tmp_path):
+    spec = make_spec(synth_volume, engine, 2, 1, run=tmp_path.name, epochs=40)
     cluster = cluster_for(spec, tmp_path / "c")
     try:
         cluster.start()
         cluster.start_launcher()
-        wait_for(cluster, "checkpoint")
+        wait_for_event(cluster, "checkpoint")
         cluster.partition(1)
         code = cluster.wait_launcher(RUN_TIMEOUT)
     finally:
