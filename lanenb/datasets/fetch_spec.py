@@ -20,7 +20,8 @@ from lanenb.jobs.spec import PULL_POLICIES, SpecError
 __all__ = ["BACKEND", "FetchSpec", "fetch_job_name"]
 
 BACKEND = "kubernetes-fetch"
-_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")
+# a storage request as PVCs are written (100Gi, 1.5Ti, 500G); build_fetch_pvc checks with it too
+STORAGE_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")
 
 
 def fetch_job_name(dataset: str, pvc: str) -> str:
@@ -87,7 +88,7 @@ class FetchSpec:
             raise SpecError("image", self.image, "the trainer image (e.g. registry/lanenb-trainer:0.1) is required")
         if self.namespace is not None:
             self._name("namespace", self.namespace, "label")
-        if not isinstance(self.size, str) or not _QUANTITY.match(self.size):
+        if not isinstance(self.size, str) or not STORAGE_QUANTITY.match(self.size):
             raise SpecError("size", self.size, "expected a Kubernetes quantity such as 100Gi")
         if self.storage_class is not None:
             self._name("storage_class", self.storage_class, "subdomain")

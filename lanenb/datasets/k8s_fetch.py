@@ -22,7 +22,6 @@ module holds the manifests and the submission; every API call goes through
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 from kubernetes.client.exceptions import ApiException
@@ -31,7 +30,7 @@ from lanenb.errors import UserError
 from lanenb.jobs.backends.kubernetes.client import Clients, KubernetesAPIError, load_clients
 from lanenb.jobs.backends.kubernetes.names import check_label, check_subdomain
 
-from .fetch_spec import FetchSpec, fetch_job_name
+from .fetch_spec import STORAGE_QUANTITY, FetchSpec, fetch_job_name
 
 if TYPE_CHECKING:
     from lanenb.jobs import Job, JobRegistry
@@ -57,7 +56,6 @@ CONTAINER = "fetch"
 DATASET_LABEL = "lanenb.io/dataset"
 PVC_LABEL = "lanenb.io/pvc"  # on the Job: one running fetch per claim
 MANAGED = {"app.kubernetes.io/managed-by": "lanenb", "app.kubernetes.io/name": "lanenb-fetch"}
-_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")
 
 
 class FetchJobError(UserError, RuntimeError):
@@ -68,7 +66,7 @@ def build_fetch_pvc(pvc: str, *, size: str, storage_class: str | None, dataset: 
                     access_modes: Sequence[str] = ("ReadWriteMany",)) -> dict[str, Any]:
     """The PVC manifest (``storage_class=None``: the cluster's default class)."""
     check_subdomain("pvc", pvc)
-    if not isinstance(size, str) or not _QUANTITY.match(size):
+    if not isinstance(size, str) or not STORAGE_QUANTITY.match(size):
         raise FetchJobError(f"size={size!r}: expected a Kubernetes quantity such as 100Gi")
     spec: dict[str, Any] = {"accessModes": list(access_modes), "resources": {"requests": {"storage": size}}}
     if storage_class:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from lanenb_trainer.errors import LanenbError, UserError
+from lanenb_trainer.k8s_snapshot import LABEL_VALUE
 
 __all__ = [
     "Snapshot", "FileChange", "SnapshotDiff", "FileEntry", "Verification", "SnapshotStore",
@@ -48,7 +49,6 @@ class SnapshotFailedError(LanenbError, RuntimeError):
 
 
 _LABEL_KEY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 RESERVED_PREFIX = "lanenb."
 
@@ -67,7 +67,7 @@ def check_labels(labels: Mapping[str, Any] | None) -> dict[str, str]:
                 f"label key {key!r} is not valid: 1-63 letters, digits, '-', '_' or '.', alphanumeric at both "
                 f"ends, not starting with {RESERVED_PREFIX!r}")
         text = value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        if text is None or not _LABEL_VALUE.match(text):
+        if text is None or not LABEL_VALUE.match(text):
             raise SnapshotInputError(
                 f"label {key}={value!r} is not valid: values are 0-63 letters, digits, '-', '_' or '.', "
                 "alphanumeric at both ends (no '/', spaces or commas)")

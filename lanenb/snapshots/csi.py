@@ -18,13 +18,14 @@ import secrets
 import time
 from typing import Any, Mapping
 
+from lanenb_trainer.k8s_snapshot import LABEL_PREFIX
+
 from .base import (Snapshot, SnapshotError, SnapshotFailedError, SnapshotInputError, SnapshotNotFoundError,
                    SnapshotStore, TargetExistsError, Verification, check_labels, check_name, parse_time, slug)
 
 __all__ = ["CsiStore", "GROUP", "VERSION", "LABEL_PREFIX", "DEFAULT_CLASS_ANNOTATION"]
 
 GROUP, VERSION = "snapshot.storage.k8s.io", "v1"
-LABEL_PREFIX = "lanenb.io/"
 MANAGED = "app.kubernetes.io/managed-by"
 DEFAULT_CLASS_ANNOTATION = "snapshot.storage.kubernetes.io/is-default-class"
 

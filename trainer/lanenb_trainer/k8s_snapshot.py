@@ -35,9 +35,10 @@ __all__ = ["SA_DIR", "SnapshotResult", "create_pvc_snapshot", "snapshot_name"]
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 GROUP_VERSION = "snapshot.storage.k8s.io/v1"
-LABEL_PREFIX = "lanenb.io/"  # = lanenb.snapshots.csi.LABEL_PREFIX
+LABEL_PREFIX = "lanenb.io/"  # lanenb.snapshots.csi imports it: one prefix for both sides
 MANAGED_BY = {"app.kubernetes.io/managed-by": "lanenb"}
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+# a Kubernetes label value (lanenb.snapshots.base checks snapshot labels with it too)
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def snapshot_name(job: str) -> str:
 
 def _label(value: str) -> str | None:
     value = str(value)[:63].strip("-_.")
-    return value if _LABEL_VALUE.match(value) else None
+    return value if LABEL_VALUE.match(value) else None
 
 
 class _Api:
