@@ -95,12 +95,6 @@ def parse_time(text: str | None) -> float:
     return base.timestamp() + (float("0" + m.group(2)) if m.group(2) else 0.0)
 
 
-def slug(text: str, limit: int = 40) -> str:
-    """``text`` as the start of a snapshot name (lower case, '-' for anything else)."""
-    out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")
-    return out or "volume"
-
-
 def fmt_size(size: int | None) -> str:
     if size is None:
         return "-"

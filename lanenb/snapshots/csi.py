@@ -18,10 +18,10 @@ import secrets
 import time
 from typing import Any, Mapping
 
-from lanenb_trainer.k8s_snapshot import LABEL_PREFIX
+from lanenb_trainer.k8s_snapshot import LABEL_PREFIX, slug
 
 from .base import (Snapshot, SnapshotError, SnapshotFailedError, SnapshotInputError, SnapshotNotFoundError,
-                   SnapshotStore, TargetExistsError, Verification, check_labels, check_name, parse_time, slug)
+                   SnapshotStore, TargetExistsError, Verification, check_labels, check_name, parse_time)
 
 __all__ = ["CsiStore", "GROUP", "VERSION", "LABEL_PREFIX", "DEFAULT_CLASS_ANNOTATION"]
 

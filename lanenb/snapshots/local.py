@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from lanenb_trainer.atomic import write_json
+from lanenb_trainer.k8s_snapshot import slug
 
 from .base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotInputError,
                    SnapshotNotFoundError, SnapshotStore, TargetExistsError, Verification, check_labels,
-                   check_name, parse_time, slug)
+                   check_name, parse_time)
 
 __all__ = ["ResticStore", "HOST"]
 

@@ -56,14 +56,16 @@ class SnapshotResult:
                 "error": self.error}
 
 
-def _slug(text: str, limit: int) -> str:
+def slug(text: str, limit: int = 40, empty: str = "volume") -> str:
+    """``text`` as the start of a snapshot name (lower case, '-' for anything else); ``empty``
+    when nothing is left. ``lanenb.snapshots`` names its snapshots with it too."""
     out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")
-    return out or "run"
+    return out or empty
 
 
 def snapshot_name(job: str) -> str:
     """``<job>-<UTC time>-<6 hex>``: an RFC 1123 name, unique without asking the API server."""
-    return f"{_slug(job, 38)}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
+    return f"{slug(job, 38, empty='run')}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
 
 
 def _label(value: str) -> str | None:
