@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 from kubernetes.client.exceptions import ApiException
 
 from lanenb.jobs.backends.base import Backend, LogChunk, LogLine
-from lanenb.jobs.backends.kubernetes.client import Clients, KubernetesAPIError, RetryPolicy, load_clients
+from lanenb.jobs.backends.kubernetes.client import ClientCache, Clients, KubernetesAPIError, RetryPolicy
 from lanenb.jobs.backends.kubernetes.logs import (
     StampCursor,
     _container_terminated,
@@ -106,12 +106,7 @@ class KubernetesFetchBackend(Backend):
 
     def __init__(self, *, context: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
                  clients: Clients | None = None, retry: RetryPolicy | None = None) -> None:
-        self._context = context
-        self._kubeconfig = os.fspath(kubeconfig) if kubeconfig is not None else None
-        self._retry = retry
-        self._cache: dict[tuple[str | None, str | None], Clients] = {}
-        if clients is not None:
-            self._cache[(context, self._kubeconfig)] = clients
+        self._clients = ClientCache(context, kubeconfig, retry=retry, clients=clients)
 
     @classmethod
     def spec_from_dict(cls, data: Mapping[str, Any]) -> FetchSpec:
@@ -119,13 +114,7 @@ class KubernetesFetchBackend(Backend):
 
     # ------------------------------------------------------------------ plumbing
     def clients(self, context: str | None = None, kubeconfig: str | None = None) -> Clients:
-        context, kubeconfig = context or self._context, kubeconfig or self._kubeconfig
-        key = (context, kubeconfig)
-        if key not in self._cache:
-            if self._cache and context is None and kubeconfig is None:
-                return next(iter(self._cache.values()))
-            self._cache[key] = load_clients(context, kubeconfig, retry=self._retry)
-        return self._cache[key]
+        return self._clients.get(context, kubeconfig)
 
     def _for(self, spec: FetchSpec, handle: Mapping[str, Any] | None = None) -> tuple[Clients, str, str]:
         handle = handle or {}

@@ -20,7 +20,7 @@ from ...redact import redact_text
 from ..base import Backend, LogChunk, LogLine
 from .client import (
     INSTALL_HINT, MPIJOB_GROUP, MPIJOB_PLURAL, MPIJOB_VERSION, Clients, KubernetesAPIError, KubernetesConfigError,
-    KubernetesError, KubernetesUnreachableError, OperatorNotInstalledError, RetryPolicy, load_clients,
+    KubernetesError, KubernetesUnreachableError, OperatorNotInstalledError, RetryPolicy, ClientCache,
 )
 from .events import warning_events
 from .logs import (
@@ -63,31 +63,14 @@ class KubernetesBackend(Backend):
     def __init__(self, *, context: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
                  in_cluster: bool | None = None, clients: Clients | None = None,
                  retry: RetryPolicy | None = None, timeout: tuple[float, float] | None = None) -> None:
-        self._context = context
-        self._kubeconfig = os.fspath(kubeconfig) if kubeconfig is not None else None
-        self._in_cluster = in_cluster
-        self._retry = retry
-        self._timeout = timeout
-        self._cache: dict[tuple[str | None, str | None], Clients] = {}
-        if clients is not None:
-            self._cache[(context, self._kubeconfig)] = clients
+        self._clients = ClientCache(context, kubeconfig, in_cluster=in_cluster, retry=retry, timeout=timeout,
+                                    clients=clients)
 
     # ------------------------------------------------------------------ plumbing
     def clients(self, context: str | None = None, kubeconfig: str | None = None) -> Clients:
         """Clients for ``context`` of ``kubeconfig`` (defaults: the backend's, then kubectl's).
         A job's handle names both, so a new kernel talks to the cluster the job was sent to."""
-        context = context or self._context
-        kubeconfig = kubeconfig or self._kubeconfig
-        key = (context, kubeconfig)
-        if key not in self._cache:
-            if self._cache and context is None and kubeconfig is None:
-                return next(iter(self._cache.values()))
-            loaded = load_clients(context, kubeconfig, in_cluster=self._in_cluster, retry=self._retry,
-                                  timeout=self._timeout)
-            self._cache[key] = loaded
-            self._cache.setdefault((loaded.context, kubeconfig), loaded)  # handles name the resolved context
-            self._cache.setdefault((loaded.context, loaded.kubeconfig), loaded)
-        return self._cache[key]
+        return self._clients.get(context, kubeconfig)
 
     def _for(self, spec: "TrainSpec", handle: dict[str, Any] | None = None) -> tuple[Clients, str, str]:
         handle = handle or {}

@@ -28,7 +28,7 @@ from kubernetes.config.config_exception import ConfigException
 
 __all__ = [
     "KubernetesError", "KubernetesConfigError", "KubernetesUnreachableError", "KubernetesAPIError",
-    "OperatorNotInstalledError", "RetryPolicy", "Clients", "load_clients", "RETRYABLE_STATUS",
+    "OperatorNotInstalledError", "RetryPolicy", "Clients", "ClientCache", "load_clients", "RETRYABLE_STATUS",
     "MPIJOB_GROUP", "MPIJOB_VERSION", "MPIJOB_PLURAL", "INSTALL_HINT", "DEFAULT_TIMEOUT", "SERVICE_ACCOUNT_NAMESPACE",
     "kubeconfig_paths",
 ]
@@ -232,3 +232,36 @@ def load_clients(
     namespace = ((entry.get("context") or {}).get("namespace")) or "default"
     return Clients(k8s.ApiClient(configuration), configuration.host, chosen, retry, namespace=namespace,
                    kubeconfig=joined, timeout=timeout)
+
+
+class ClientCache:
+    """Clients per (context, kubeconfig), loaded on first use: what every Kubernetes backend keeps.
+
+    The defaults are the backend's own ``context``/``kubeconfig``, then kubectl's. A job's handle
+    names the context and kubeconfig it was sent with, so ``get_job`` in a new kernel reaches the
+    same cluster; loaded clients are also filed under the context they resolved to.
+    """
+
+    def __init__(self, context: str | None = None, kubeconfig: str | os.PathLike[str] | None = None, *,
+                 in_cluster: bool | None = None, retry: RetryPolicy | None = None,
+                 timeout: tuple[float, float] | None = None, clients: Clients | None = None) -> None:
+        self.context = context
+        self.kubeconfig = os.fspath(kubeconfig) if kubeconfig is not None else None
+        self._in_cluster, self._retry, self._timeout = in_cluster, retry, timeout
+        self._cache: dict[tuple[str | None, str | None], Clients] = {}
+        if clients is not None:  # injected (tests, notebooks that already hold one)
+            self._cache[(context, self.kubeconfig)] = clients
+
+    def get(self, context: str | None = None, kubeconfig: str | None = None) -> Clients:
+        context = context or self.context
+        kubeconfig = kubeconfig or self.kubeconfig
+        key = (context, kubeconfig)
+        if key not in self._cache:
+            if self._cache and context is None and kubeconfig is None:
+                return next(iter(self._cache.values()))
+            loaded = load_clients(context, kubeconfig, in_cluster=self._in_cluster, retry=self._retry,
+                                  timeout=self._timeout)
+            self._cache[key] = loaded
+            self._cache.setdefault((loaded.context, kubeconfig), loaded)  # handles name the resolved context
+            self._cache.setdefault((loaded.context, loaded.kubeconfig), loaded)
+        return self._cache[key]
