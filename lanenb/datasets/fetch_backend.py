@@ -165,6 +165,12 @@ class KubernetesFetchBackend(Backend):
         clients, namespace, name = self._for(self._check(spec), handle)
         job = self._read_job(clients, namespace, name)
         pods = self._pods(clients, namespace, name) if job is not None else []
+        return self._status(clients, namespace, name, job, pods)
+
+    @staticmethod
+    def _status(clients: Clients, namespace: str, name: str, job: dict[str, Any] | None,
+                pods: list[dict[str, Any]]) -> JobStatus:
+        """The status from a Job and its pods already read (the failed pod's log is read here)."""
         error = None
         if job is not None and any(c.get("type") == "Failed" and str(c.get("status")) == "True"
                                    for c in (job.get("status") or {}).get("conditions") or []) and pods:
@@ -231,7 +237,7 @@ class KubernetesFetchBackend(Backend):
         return {
             "backend": self.name, "server": clients.where(), "namespace": namespace, "name": name,
             "pvc": handle.get("pvc"), "dataset_path": handle.get("dataset_path"),
-            "status": self.status(spec, handle).to_dict(),
+            "status": self._status(clients, namespace, name, job, pods).to_dict(),
             "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
             "pods": [{"name": p["metadata"]["name"], "phase": (p.get("status") or {}).get("phase"),
                       "node": (p.get("spec") or {}).get("nodeName"), "problem": pod_problem(p)} for p in pods],
