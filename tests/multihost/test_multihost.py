@@ -26,6 +26,28 @@ def wait_for_event(cluster: SimCluster, kind: str, timeout: float = 90) -> None:
         time.sleep(0.2)
 
 
+def fail_worker_1(spec, workdir, fault: str, settle: float = 0.0) -> tuple[SimCluster, int, float]:
+    """Train until the first checkpoint, then apply ``fault`` ("kill_host" or "partition") to
+    worker 1; returns the closed cluster, the launcher's exit code and the seconds it took to end."""
+    cluster = cluster_for(spec, workdir)
+    try:
+        cluster.start()
+        cluster.start_launcher()
+        wait_for_event(cluster, "checkpoint")
+        time.sleep(settle)
+        faulted = time.monotonic()
+        getattr(cluster, fault)(1)
+        code = cluster.wait_launcher(RUN_TIMEOUT)
+        took = time.monotonic() - faulted
+    finally:
+        cluster.close()
+    return cluster, code, took
+
+
+def host_lost(cluster: SimCluster) -> list:
+    return [e for e in cluster.events("error") if e.get("type") == "HostLost"]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("processes,slots", [(2, 1), (4, 2)], ids=["2hostsx1", "2hostsx2"])
 def test_training_across_hosts_ends_with_the_single_host_parameters(engine, processes, slots, synth_volume, tmp_path):
@@ -50,20 +72,9 @@ def test_training_across_hosts_ends_with_the_single_host_parameters(engine, proc
 @pytest.mark.parametrize("engine", ENGINES)
 def test_killed_worker_host_fails_the_job_naming_it_and_resume_continues(engine, synth_volume, tmp_path):
     spec = make_spec(synth_volume, engine, 2, 1, run=tmp_path.name, epochs=40)
-    cluster = cluster_for(spec, tmp_path / "a")
-    try:
-        cluster.start()
-        cluster.start_launcher()
-        wait_for_event(cluster, "checkpoint")
-        time.sleep(1.0)  # mid-epoch
-        killed = time.monotonic()
-        cluster.kill_host(1)
-        code = cluster.wait_launcher(RUN_TIMEOUT)
-        took = time.monotonic() - killed
-    finally:
-        cluster.close()
+    cluster, code, took = fail_worker_1(spec, tmp_path / "a", "kill_host", settle=1.0)  # mid-epoch
     assert code != 0
-    lost = [e for e in cluster.events("error") if e.get("type") == "HostLost"]
+    lost = host_lost(cluster)
     assert lost and lost[0]["hosts"] == ["mh-worker-1.mh-worker.default.svc"] and lost[0]["ranks"] == [1], \
         cluster.output()
     assert took < 10 + 30 + 15  # collective timeout + the launcher's failure grace + probing
@@ -86,17 +97,9 @@ def test_killed_worker_host_fails_the_job_naming_it_and_resume_continues(engine,
 @pytest.mark.parametrize("engine", ENGINES)
 def test_partitioned_worker_fails_like_a_lost_one(engine, synth_volume, tmp_path):
     spec = make_spec(synth_volume, engine, 2, 1, run=tmp_path.name, epochs=40)
-    cluster = cluster_for(spec, tmp_path / "c")
-    try:
-        cluster.start()
-        cluster.start_launcher()
-        wait_for_event(cluster, "checkpoint")
-        cluster.partition(1)
-        code = cluster.wait_launcher(RUN_TIMEOUT)
-    finally:
-        cluster.close()
+    cluster, code, _ = fail_worker_1(spec, tmp_path / "c", "partition")
     assert code != 0
-    lost = [e for e in cluster.events("error") if e.get("type") == "HostLost"]
+    lost = host_lost(cluster)
     assert lost and lost[0]["hosts"] == ["mh-worker-1.mh-worker.default.svc"], cluster.output()
 
 
