@@ -148,7 +148,7 @@ def check_vgg16_throughput(batch: int, iters: int) -> dict:
         mask = torch.randint(0, 5, (batch, 288, 800), device=dev)
         exist = torch.randint(0, 2, (batch, 4), device=dev).float()
 
-        def step() -> float:
+        def step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> float:
             opt.zero_grad(set_to_none=True)
             with torch.autocast("cuda", enabled=amp):
                 seg, ex = model(x)
@@ -159,10 +159,10 @@ def check_vgg16_throughput(batch: int, iters: int) -> dict:
             return float(loss)
 
         for _ in range(3):
-            step()
+            step(model, opt)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        losses = [step() for _ in range(iters)]
+        losses = [step(model, opt) for _ in range(iters)]
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
         key = "amp" if amp else "fp32"

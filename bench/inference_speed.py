@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchutil import cpu_name, percentile  # noqa: E402  (bench/ is on sys.path)
+from benchutil import cpu_name  # noqa: E402  (bench/ is on sys.path)
 
 import numpy as np
 import torch

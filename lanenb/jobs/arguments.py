@@ -125,8 +125,8 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
 
 
 # RUN:AI guide variables (-e BATCH_SIZE=33): defined beside TrainSpec, which honours them or
-# refuses a conflicting value; re-exported here for the flag layer.
-from .spec import RUNAI_ENV_FIELDS, runai_fields, runai_value  # noqa: E402
+# refuses a conflicting value; the flag layer reads them through these two.
+from .spec import runai_fields, runai_value  # noqa: E402
 
 
 def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,

@@ -21,7 +21,7 @@ from IPython.utils.process import arg_split
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
 
 from lanenb.errors import UserError
-from lanenb.jobs import Job, JobState, get_job, list_jobs, submit
+from lanenb.jobs import Job, get_job, list_jobs, submit
 from lanenb.jobs.arguments import add_job_arguments, spec_from_args
 from lanenb.jobs.runstate import format_duration
 from lanenb.tables import Table

@@ -186,7 +186,7 @@ class _MessagePassing(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_y: torch.Tensor):
-        spec, (n, c, h, w) = ctx.spec, ctx.shape
+        spec, (n, _, h, w) = ctx.spec, ctx.shape
         k = len(spec)
         saved = ctx.saved_tensors
         outs, masks, taps = saved[0:2 * k:2], saved[1:2 * k:2], saved[2 * k:]
