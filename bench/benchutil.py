@@ -16,6 +16,14 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def cpu_label() -> str:
+    """The CPU model and the SIMD level torch's kernels use on it (e.g. AVX2, AVX512): ratios
+    measured on one ISA do not carry over to another."""
+    import torch
+
+    return f"{cpu_name()}, torch ISA {torch.backends.cpu.get_cpu_capability()}"
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile, ``q`` in 0..1."""
     ordered = sorted(values)

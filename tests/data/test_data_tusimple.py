@@ -65,7 +65,12 @@ def test_real_frame_image_is_resized_normalised_rgb(real_root):
     small = cv2.resize(bgr, (800, 288), interpolation=cv2.INTER_LINEAR)[..., ::-1] / 255.0
     want = (small - [0.485, 0.456, 0.406]) / [0.229, 0.224, 0.225]
     got = ds[0]["image"].permute(1, 2, 0).numpy()
-    assert np.allclose(got, want, atol=1e-4)
+    # the loader decodes with replicated chroma (simplejpeg fastupsample): within a few
+    # levels of OpenCV's decode at edges, 0.1 level on average; a shifted or unnormalised
+    # image differs by tens of levels
+    level = 1 / (255 * 0.229)
+    diff = np.abs(got - want)
+    assert diff.mean() < 0.2 * level and diff.max() < 8 * level, (diff.mean() / level, diff.max() / level)
 
 
 def test_real_frames_at_their_own_512x288_size(tmp_path):
@@ -279,3 +284,28 @@ def test_unrotated_frames_take_crop_resize_that_matches_the_warp(seed):
     assert np.abs(apply_affine(eff, pts) - apply_affine(m, pts)).max() < 1.0
     rotated = affine_matrix((h, w), (oh, ow), AugmentParams(angle_deg=2.0))
     assert crop_resize_window(rotated, (h, w), (oh, ow)) is None
+
+
+def test_decode_buffer_is_reused_off_alignment_and_per_thread(real_root):
+    """The frame is decoded into one reusable buffer per thread that libjpeg-turbo cannot
+    write with cache-bypassing stores (not 32-byte aligned); reuse never leaks one frame into
+    another, threads do not share it, and a pickled copy (a loader worker) gets its own."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    ds = TuSimpleDataset(real_root, "train", val_fraction=0.0, augment=True, seed=3)
+    data = ds.image_path(0).read_bytes()
+    first, again = ds._frame_buffer(data), ds._frame_buffer(data)
+    assert first.ctypes.data == again.ctypes.data and first.ctypes.data % 32 != 0
+    assert first.size == 1280 * 720 * 4
+
+    items = [(e, i) for e in range(2) for i in range(len(ds))]
+    want = {item: ds[item]["image"].clone() for item in items}
+    assert torch.equal(ds[items[0]]["image"], want[items[0]])  # after every other frame
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda item: (item, ds[item]["image"]), items * 3))
+    assert all(torch.equal(img, want[item]) for item, img in got)
+
+    copy = pickle.loads(pickle.dumps(ds))
+    assert torch.equal(copy[items[1]]["image"], want[items[1]])
+    assert copy._frame_buffer(data).ctypes.data != first.ctypes.data

@@ -37,6 +37,7 @@ __all__ = [
     "crop_resize_window",
     "apply_colour",
     "apply_colour_uint8",
+    "drop_pad_channel",
     "normalize_images",
     "frame_rng",
 ]
@@ -205,6 +206,14 @@ def apply_colour_uint8(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
     return torch.from_numpy(rgb).permute(2, 0, 1)
 
 
+def drop_pad_channel(img: np.ndarray) -> np.ndarray:
+    """BGRX (4 channels, as the loader decodes for OpenCV's 4-channel SIMD geometry) -> BGR;
+    3-channel frames pass through. Done after the resize/warp, on the small output."""
+    import cv2
+
+    return cv2.cvtColor(img, cv2.COLOR_BGRA2BGR) if img.ndim == 3 and img.shape[2] == 4 else img
+
+
 def prepare_frame(bgr: np.ndarray, out_hw: tuple[int, int]) -> "torch.Tensor":
     """An unaugmented frame as the network sees it: uint8 3xHxW RGB at ``out_hw``.
 
@@ -215,7 +224,7 @@ def prepare_frame(bgr: np.ndarray, out_hw: tuple[int, int]) -> "torch.Tensor":
     import cv2
 
     oh, ow = out_hw
-    warped = cv2.resize(bgr, (ow, oh), interpolation=cv2.INTER_LINEAR)
+    warped = drop_pad_channel(cv2.resize(bgr, (ow, oh), interpolation=cv2.INTER_LINEAR))
     return apply_colour_uint8(warped, colour_matrix(None, normalise=False))
 
 
