@@ -24,6 +24,7 @@ from typing import Callable
 import torch
 import torch.nn as nn
 
+from benchutil import cpu_label
 from lanenb_trainer.models.message_passing import MessagePassing, plain_message_passing
 
 
@@ -133,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     t = best_times({"baseline": c32.baseline, "ours": c32.ours, "floor": floor}, args.repeats)
     t_ref, t_ours, t_floor = t["baseline"], t["ours"], t["floor"]
 
+    print(f"CPU: {cpu_label()}")
     print(f"shape {n}x{c}x{h}x{w} float32, kernel {k}, threads {args.threads}, best of {args.repeats} (interleaved)")
     print(f"baseline (published per-slice loop) fwd+bwd: {t_ref:8.3f} s")
     print(f"ours (custom autograd Function)     fwd+bwd: {t_ours:8.3f} s")
