@@ -28,7 +28,7 @@ _KINDS = {
     "label": (RFC1123_LABEL, LABEL_MAX, "an RFC 1123 label: lowercase letters, digits and '-', starting and "
               "ending with a letter or digit"),
     "subdomain": (RFC1123_SUBDOMAIN, SUBDOMAIN_MAX, "an RFC 1123 name: lowercase letters, digits, '-' and '.', "
-                  "starting and ending with a letter or digit, at most 253 characters"),
+                  "dot-separated parts that start and end with a letter or digit"),
     "dns1035": (DNS1035_LABEL, LABEL_MAX, "a DNS-1035 label: lowercase letters, digits and '-', starting with a "
                 "letter and ending with a letter or digit"),
 }

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from lanenb_trainer.errors import LanenbError, UserError
 from lanenb_trainer.k8s_snapshot import LABEL_VALUE
+from ..jobs.kube_rules import LABEL_MAX, name_problem
 
 __all__ = [
     "Snapshot", "FileChange", "SnapshotDiff", "FileEntry", "Verification", "SnapshotStore",
@@ -49,7 +50,6 @@ class SnapshotFailedError(LanenbError, RuntimeError):
 
 
 _LABEL_KEY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 RESERVED_PREFIX = "lanenb."
 
 
@@ -76,11 +76,11 @@ def check_labels(labels: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def check_name(name: str) -> str:
-    """A snapshot name: an RFC 1123 label-like name (lower case, digits, '-', '.'), <= 63."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise SnapshotInputError(
-            f"snapshot name {name!r} is not valid: 1-63 lower-case letters, digits, '-' or '.', "
-            "starting and ending with a letter or digit")
+    """A snapshot or volume name: an RFC 1123 name (what Kubernetes accepts for a
+    VolumeSnapshot or PVC: dot-separated labels, so no ``..`` or ``.-``), here <= 63."""
+    problem = name_problem(name, "subdomain", max_len=LABEL_MAX)
+    if problem:
+        raise SnapshotInputError(f"snapshot name {name!r} is not valid: it {problem}")
     return name
 
 

@@ -87,6 +87,7 @@ def test_verify_reports_a_restorable_snapshot(store):
     (lambda s, v: snaps.create(v, {"bad key!": "x"}, backend=s), r"label key 'bad key!' is not valid"),
     (lambda s, v: snaps.create(v, {"lanenb.name": "x"}, backend=s), r"label key 'lanenb.name'"),
     (lambda s, v: snaps.create(v, name="Not_A_Name", backend=s), r"snapshot name 'Not_A_Name' is not valid"),
+    (lambda s, v: snaps.create(v, name="run..1", backend=s), r"snapshot name 'run\.\.1' is not valid"),
     (lambda s, v: snaps.create("no-such-volume", backend=s), r"no-such-volume"),
 ])
 def test_bad_input_is_refused_naming_the_bad_value(store, call, match):
