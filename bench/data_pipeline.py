@@ -45,7 +45,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", help="TuSimple root to read (default: generate synthetic frames)")
     ap.add_argument("--frames", type=int, default=64, help="synthetic frames to generate (default 64)")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--size", default="288x800", help="network input HxW (default 288x800)")
     ap.add_argument("--no-augment", action="store_true")
     ap.add_argument("--max-upscale", type=float, default=1.0,
