@@ -2,42 +2,30 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from bench_scripts import load_bench
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_DIR = Path(os.environ.get("LANENB_TUSIMPLE_REAL", REPO.parent / "shared" / "tusimple-real"))
 REAL_LABELS = REAL_DIR / "label_data_0313.json"
 
 
-def _load_bench(name: str) -> ModuleType:
-    path = REPO / "bench" / f"{name}.py"
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="session")
 def reference() -> ModuleType:
     """bench/lane_eval_reference.py: the per-point pure-Python LaneEval."""
-    return _load_bench("lane_eval_reference")
+    return load_bench("lane_eval_reference")
 
 
 @pytest.fixture(scope="session")
 def speed_bench() -> ModuleType:
     """bench/lane_eval_speed.py (its perturbation helpers)."""
-    return _load_bench("lane_eval_speed")
+    return load_bench("lane_eval_speed")
 
 
 @pytest.fixture(scope="session")
