@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import cv2
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "trainer"))
 from benchutil import cpu_label  # noqa: E402  (bench/ is on sys.path)
@@ -51,7 +50,7 @@ def main() -> int:
     ap.add_argument("--max-upscale", type=float, default=1.0,
                     help="TuSimpleDataset(max_upscale=...): 1.25 allows the 1/2-scale JPEG decode")
     args = ap.parse_args()
-    worker_init(0)  # what every loader worker runs first (one thread, malloc thresholds)
+    worker_init(0)  # what every loader worker runs first (one OpenCV/torch thread)
     h, w = (int(v) for v in args.size.lower().split("x"))
 
     with tempfile.TemporaryDirectory(prefix="lanenb-bench-") as tmp:

@@ -257,10 +257,8 @@ class TuSimpleDataset(Dataset):
                                     borderMode=cv2.BORDER_CONSTANT)
         if image is None:
             warped = drop_pad_channel(warped)
-        if image is None and self.normalize:
-            image = apply_colour(warped, colour_matrix(params))
-        elif image is None:
-            image = apply_colour_uint8(warped, colour_matrix(params, normalise=False))
+            image = (apply_colour(warped, colour_matrix(params)) if self.normalize
+                     else apply_colour_uint8(warped, colour_matrix(params, normalise=False)))
 
         slots = self._slots[i]
         if slots is None:

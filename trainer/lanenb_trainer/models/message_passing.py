@@ -44,6 +44,13 @@ def _interior(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
     return buf[:, pad:].view(length, n, s + pad, c)[:, :, :s]
 
 
+def _gaps(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
+    """``[L, R, C]`` layout -> view ``[L, N, pad, C]`` of the zero rows after each item
+    (the inter-item gaps and the trailing frame): what :func:`_interior` leaves out."""
+    length, _, c = buf.shape
+    return buf[:, pad:].view(length, n, s + pad, c)[:, :, s:]
+
+
 def _new_layout(like: torch.Tensor, length: int, n: int, s: int, c: int, pad: int) -> torch.Tensor:
     return like.new_zeros((length, n * (s + pad) + pad, c))
 
@@ -98,12 +105,12 @@ def _sweep_forward(
     reverse: bool, n: int, s: int, pad: int,
 ) -> None:
     """``dst[i] = src[i] + relu(conv(dst[prev]))`` (``dst`` may be ``src``); fills ``relu_out``."""
-    length, r, c = src.shape
+    length, r, _ = src.shape
     first = length - 1 if reverse else 0
     if dst is not src:
         dst[first].copy_(src[first])
     conv_in, relu_at = _images(dst), _images(relu_out, pad, r - pad)
-    gaps = relu_out[:, pad:].view(length, n, s + pad, c)[:, :, s:].unbind(0)
+    gaps = _gaps(relu_out, n, s, pad).unbind(0)
     src_rows, dst_rows, relu_rows = src.unbind(0), dst.unbind(0), relu_out.unbind(0)
     for i in range(length - 2, -1, -1) if reverse else range(1, length):
         torch.clamp(F.conv2d(conv_in[i + 1 if reverse else i - 1], weight), min=0, out=relu_at[i])
@@ -117,7 +124,7 @@ def _sweep_backward(
     """Turn ``grad`` (dL/d out) into dL/d in, in place; returns ``relu' * G`` per slice.
 
     ``weight_t`` is the transposed, flipped kernel (conv^T as a correlation)."""
-    length, r, c = grad.shape
+    length, r, _ = grad.shape
     dconv = torch.empty_like(mask)  # every slice but the last one swept is written below
     dconv[length - 1 if reverse else 0].zero_()  # (zero rows: zero, since mask is 0 there)
     conv_in, grad_at = _images(dconv), _images(grad, pad, r - pad)
