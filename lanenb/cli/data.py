@@ -71,8 +71,7 @@ def add_cluster_fetch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from lanenb_trainer.datasets.errors import FetchError
-    from lanenb_trainer.datasets.fetch import run_from_args
+    from lanenb_trainer.datasets.fetch import run_and_report
 
     if args.cluster:
         return cmd_fetch_cluster(args)
@@ -82,14 +81,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         why = f"{', '.join(given)} need(s) --cluster" if given else "--to DIR is required (or --cluster --pvc NAME)"
         print(f"lanenb data fetch: error: {why}", file=sys.stderr)
         return 2
-    try:
-        result = run_from_args(args)
-    except FetchError as exc:
-        print(f"lanenb data fetch: error: {exc}", file=sys.stderr)
-        return 2
-    print(result, file=sys.stderr)
-    print(json.dumps(result.to_dict()))
-    return 0
+    return run_and_report(args, "lanenb data fetch: error")
 
 
 def cmd_fetch_cluster(args: argparse.Namespace) -> int:

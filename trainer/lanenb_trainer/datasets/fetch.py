@@ -37,7 +37,7 @@ from .progress import LineProgress, ProgressArg, make_progress
 from .sources import Archive, DatasetSource, archive_urls, config_mirrors, get_source, load_config, pinned
 
 __all__ = ["fetch_dataset", "FetchResult", "check_layout", "is_complete", "RECORD", "add_fetch_arguments",
-           "parse_url_args", "main"]
+           "parse_url_args", "run_and_report", "main"]
 
 RECORD = ".lanenb-fetch.json"
 
@@ -325,20 +325,26 @@ def run_from_args(args: argparse.Namespace) -> FetchResult:
                          progress=progress, retries=args.retries)
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m lanenb_trainer.datasets.fetch") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    add_fetch_arguments(parser)
-    args = parser.parse_args(argv)
+def run_and_report(args: argparse.Namespace, error_prefix: str = "error") -> int:
+    """Run the fetch ``args`` describe (from :func:`add_fetch_arguments`) as a command does:
+    the summary on stderr, the result as one JSON line on stdout; exit status 2 on a
+    :class:`FetchError` (printed as ``<error_prefix>: message``), else 0."""
+    import json
+
     try:
         result = run_from_args(args)
     except FetchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{error_prefix}: {exc}", file=sys.stderr)
         return 2
     print(result, file=sys.stderr)
-    import json
-
     print(json.dumps(result.to_dict()))
     return 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m lanenb_trainer.datasets.fetch") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    add_fetch_arguments(parser)
+    return run_and_report(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
