@@ -58,12 +58,13 @@ def cluster_for(spec: TrainSpec, workdir: Path, *, resume: bool = False, **kw: A
     return SimCluster(build_mpijob(spec, namespace=NAMESPACE, resume=resume), workdir, **kw)
 
 
-def single_host_run(spec: TrainSpec, run_dir: Path) -> tuple[int, list[OutputLine]]:
-    """The same trainer flags on one host (local mpirun), as the reference."""
+def single_host_run(spec: TrainSpec, run_dir: Path) -> tuple[int, set[str]]:
+    """The same trainer flags on one host (local mpirun), as the reference: its exit code and
+    the parameter checksums of its ``end`` events."""
     lines: list[OutputLine] = []
     env = launch_env(extra={"LANENB_THREADS": "1"})
     code = run_local(spec.processes, spec.trainer_args(str(run_dir)), env=env, on_line=lines.append, grace=5)
-    return code, lines
+    return code, {ln.event["param_checksum"] for ln in lines if ln.event and ln.event.kind == "end"}
 
 
 def end_checksums(events: list[dict[str, Any]]) -> set[str]:
