@@ -49,6 +49,14 @@ def test_module_entry_point_runs_the_same_fetcher(server, tmp_path):
     assert json.loads(proc.stdout.splitlines()[-1])["dataset"] == "tusimple"
 
 
+def test_trainer_module_entry_point_runs_without_a_runpy_warning():
+    """The cluster fetch Job's command; the package must not import the module it runs."""
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "lanenb_trainer.datasets.fetch",
+                           "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "--to" in proc.stdout, proc.stderr
+    assert "RuntimeWarning" not in proc.stderr
+
+
 @pytest.mark.parametrize("value, message", [
     ("http://h/x/train.zip", r"--url 'http://h/x/train.zip': 'train.zip' is not an archive of tusimple"),
     ("labels=http://h/x", r"'labels' is not an archive of tusimple"),
