@@ -35,24 +35,32 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
+from .row_conv import ALGORITHMS, RowConv, alloc_rows, row_conv, weight_grad
+
 __all__ = ["MessagePassing", "message_pass", "spatial_message_passing"]
 
 
 def _interior(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
     """``[L, R, C]`` layout -> view ``[L, N, S, C]`` of the item rows (no zero rows)."""
     length, _, c = buf.shape
-    return buf[:, pad:].view(length, n, s + pad, c)[:, :, :s]
+    return buf[:, pad:_rows(n, s, pad)].view(length, n, s + pad, c)[:, :, :s]
 
 
 def _gaps(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
     """``[L, R, C]`` layout -> view ``[L, N, pad, C]`` of the zero rows after each item
     (the inter-item gaps and the trailing frame): what :func:`_interior` leaves out."""
     length, _, c = buf.shape
-    return buf[:, pad:].view(length, n, s + pad, c)[:, :, s:]
+    return buf[:, pad:_rows(n, s, pad)].view(length, n, s + pad, c)[:, :, s:]
+
+
+def _rows(n: int, s: int, pad: int) -> int:
+    """Rows of one slice in the layout: the ``n`` items, each followed by ``pad`` zero rows,
+    after ``pad`` leading zero rows (the allocation adds up to two zero rows: :func:`alloc_rows`)."""
+    return n * (s + pad) + pad
 
 
 def _new_layout(like: torch.Tensor, length: int, n: int, s: int, c: int, pad: int) -> torch.Tensor:
-    return like.new_zeros((length, n * (s + pad) + pad, c))
+    return like.new_zeros((length, alloc_rows(_rows(n, s, pad), 2 * pad + 1), c))
 
 
 def _to_layout(x: torch.Tensor, vertical: bool, pad: int) -> torch.Tensor:
@@ -88,66 +96,43 @@ def _from_layout(buf: torch.Tensor, vertical: bool, n: int, s: int, pad: int) ->
     return (inner.permute(1, 3, 0, 2) if vertical else inner.permute(1, 3, 2, 0)).contiguous()
 
 
-def _conv_weight(taps: torch.Tensor) -> torch.Tensor:
-    """Taps ``[k, C_in, C_out]`` -> a channels-last conv weight ``[C_out, C_in, 1, k]``."""
-    return taps.permute(2, 1, 0).unsqueeze(2).contiguous(memory_format=torch.channels_last)
-
-
-def _images(buf: torch.Tensor, start: int = 0, stop: int | None = None) -> tuple[torch.Tensor, ...]:
-    """Per-slice views of rows ``start:stop`` of every ``[R, C]`` slice as channels-last
-    ``[1, C, 1, rows]`` images: what the conv reads and writes, made once per sweep (one
-    ``unbind``) instead of a chain of view ops per slice."""
-    return buf[:, start:stop].permute(0, 2, 1).unsqueeze(1).unsqueeze(3).unbind(0)
-
-
 def _sweep_forward(
-    src: torch.Tensor, dst: torch.Tensor, relu_out: torch.Tensor, weight: torch.Tensor,
+    src: torch.Tensor, dst: torch.Tensor, relu_out: torch.Tensor, conv: RowConv,
     reverse: bool, n: int, s: int, pad: int,
 ) -> None:
     """``dst[i] = src[i] + relu(conv(dst[prev]))`` (``dst`` may be ``src``); fills ``relu_out``."""
-    length, r, _ = src.shape
+    length = src.shape[0]
     first = length - 1 if reverse else 0
     if dst is not src:
         dst[first].copy_(src[first])
-    conv_in, relu_at = _images(dst), _images(relu_out, pad, r - pad)
+    conv_in, relu_at = conv.inputs(dst), conv.outputs(relu_out)
     gaps = _gaps(relu_out, n, s, pad).unbind(0)
     src_rows, dst_rows, relu_rows = src.unbind(0), dst.unbind(0), relu_out.unbind(0)
     for i in range(length - 2, -1, -1) if reverse else range(1, length):
-        torch.clamp(F.conv2d(conv_in[i + 1 if reverse else i - 1], weight), min=0, out=relu_at[i])
+        torch.clamp(conv(conv_in[i + 1 if reverse else i - 1]), min=0, out=relu_at[i])
         gaps[i].zero_()  # the conv's outputs between items: back to the zero frame
         torch.add(src_rows[i], relu_rows[i], out=dst_rows[i])
 
 
-def _sweep_backward(
-    grad: torch.Tensor, mask: torch.Tensor, weight_t: torch.Tensor, reverse: bool, pad: int
-) -> torch.Tensor:
+def _sweep_backward(grad: torch.Tensor, mask: torch.Tensor, conv_t: RowConv, reverse: bool) -> torch.Tensor:
     """Turn ``grad`` (dL/d out) into dL/d in, in place; returns ``relu' * G`` per slice.
 
-    ``weight_t`` is the transposed, flipped kernel (conv^T as a correlation)."""
-    length, r, _ = grad.shape
-    dconv = torch.empty_like(mask)  # every slice but the last one swept is written below
+    ``conv_t`` convolves with the transposed, flipped kernel (conv^T as a correlation)."""
+    length = grad.shape[0]
+    dconv = torch.empty_like(grad)  # every slice but the last one swept is written below
     dconv[length - 1 if reverse else 0].zero_()  # (zero rows: zero, since mask is 0 there)
-    conv_in, grad_at = _images(dconv), _images(grad, pad, r - pad)
+    conv_in, grad_at = conv_t.inputs(dconv), conv_t.targets(grad)
     grad_rows, mask_rows, dconv_rows = grad.unbind(0), mask.unbind(0), dconv.unbind(0)
     for i in range(0, length - 1) if reverse else range(length - 1, 0, -1):
         torch.mul(grad_rows[i], mask_rows[i], out=dconv_rows[i])
-        grad_at[i + 1 if reverse else i - 1].add_(F.conv2d(conv_in[i], weight_t))
+        conv_t.add_to(conv_in[i], grad_at[i + 1 if reverse else i - 1])
     return dconv
 
 
-def _weight_grad(out: torch.Tensor, dconv: torch.Tensor, reverse: bool, pad: int) -> torch.Tensor:
-    """All slices at once: slice ``i`` read ``out[prev]`` and produced ``dconv[i]``. Stacked,
-    that is the weight gradient of one ``(1, k)`` convolution over a channels-last
-    ``[1, C, L - 1, R]`` image (the zero rows are its padding), which the convolution
-    library computes in one call (~25% faster than ``k`` GEMMs). Returns ``[k, C_in, C_out]``."""
-    length, r, c = out.shape
-    m = r - 2 * pad
-    if length < 2 or m <= 0:  # a single slice: nothing was convolved
-        return out.new_zeros((2 * pad + 1, c, dconv.shape[2]))
-    src = (out[1:] if reverse else out[:-1]).unsqueeze(0).permute(0, 3, 1, 2)
-    dst = (dconv[:-1] if reverse else dconv[1:])[:, pad : pad + m].unsqueeze(0).permute(0, 3, 1, 2)
-    grad_w = torch.nn.grad.conv2d_weight(src, (dconv.shape[2], c, 1, 2 * pad + 1), dst)
-    return grad_w[:, :, 0, :].permute(2, 1, 0)
+def _weight_grad(out: torch.Tensor, dconv: torch.Tensor, reverse: bool, kernel: int) -> torch.Tensor:
+    """Slice ``i`` read ``out[prev]`` and produced ``dconv[i]``. Returns ``[k, C_in, C_out]``."""
+    src, dst = (out[1:], dconv[:-1]) if reverse else (out[:-1], dconv[1:])
+    return weight_grad(src, dst, kernel)
 
 
 class _MessagePassing(torch.autograd.Function):
@@ -160,7 +145,7 @@ class _MessagePassing(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], *taps: torch.Tensor):
+    def forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], algorithm: str, *taps: torch.Tensor):
         n, c, h, w = x.shape
         ctx.weight_dtypes = [t.dtype for t in taps]
         taps = tuple(t.to(x.dtype) for t in taps)
@@ -179,12 +164,14 @@ class _MessagePassing(torch.autograd.Function):
             relu_out = torch.empty_like(cur)  # the sweep writes all but these rows:
             relu_out[length - 1 if reverse else 0].zero_()
             relu_out[:, :pad].zero_()
-            _sweep_forward(cur, dst, relu_out, _conv_weight(tap), reverse, n, s, pad)
-            relu_out.gt_(0)  # in place: the buffer becomes the relu' mask (1.0 / 0.0)
+            relu_out[:, _rows(n, s, pad):].zero_()  # the allocation's extra rows (alloc_rows)
+            conv = row_conv(tap, _rows(n, s, pad), algorithm)
+            _sweep_forward(cur, dst, relu_out, conv, reverse, n, s, pad)
+            relu_out = relu_out.gt(0)  # the relu' mask, as bool: a quarter of the bytes to keep and reread
             saved += [dst, relu_out]
             cur, axis, cur_s, cur_pad = dst, vertical, s, pad
         ctx.save_for_backward(*saved, *taps)
-        ctx.spec, ctx.shape = spec, (n, c, h, w)
+        ctx.spec, ctx.algorithm, ctx.shape = spec, algorithm, (n, c, h, w)
         return _from_layout(cur, axis, n, cur_s, cur_pad)
 
     @staticmethod
@@ -205,12 +192,13 @@ class _MessagePassing(torch.autograd.Function):
             elif vertical != axis or pad != cur_pad:
                 grad = _change_layout(grad, n, axis, cur_s, cur_pad, vertical, s, pad)
             # conv^T = correlation with the flipped, transposed kernel on the zero-framed rows.
-            dconv = _sweep_backward(grad, masks[idx], _conv_weight(tap.flip(0).transpose(1, 2)), reverse, pad)
-            if ctx.needs_input_grad[2 + idx]:
-                grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, pad).to(ctx.weight_dtypes[idx])
+            conv_t = row_conv(tap.flip(0).transpose(1, 2), _rows(n, s, pad), ctx.algorithm)
+            dconv = _sweep_backward(grad, masks[idx], conv_t, reverse)
+            if ctx.needs_input_grad[3 + idx]:
+                grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, kernel).to(ctx.weight_dtypes[idx])
             axis, cur_s, cur_pad = vertical, s, pad
         grad_x = _from_layout(grad, axis, n, cur_s, cur_pad) if ctx.needs_input_grad[0] else None
-        return (grad_x, None, *grad_taps)
+        return (grad_x, None, None, *grad_taps)
 
 
 def _as_taps(weight: torch.Tensor, vertical: bool) -> torch.Tensor:
@@ -229,23 +217,29 @@ def _as_taps(weight: torch.Tensor, vertical: bool) -> torch.Tensor:
     return w.permute(2, 1, 0)
 
 
-def _run(x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], weights: list[torch.Tensor]) -> torch.Tensor:
+def _run(x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], weights: list[torch.Tensor],
+         algorithm: str) -> torch.Tensor:
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"message-passing algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     for wt in weights:
         _check_input(x, wt)
     taps = [_as_taps(wt, vertical) for wt, (vertical, _) in zip(weights, spec)]
     # The sweeps run in the input's dtype (fp16/bf16 under AMP) with autocast off, so the
     # hand-written backward sees exactly the dtypes the forward used.
     with torch.autocast(device_type=x.device.type, enabled=False):
-        return _MessagePassing.apply(x, spec, *taps)
+        return _MessagePassing.apply(x, spec, algorithm, *taps)
 
 
-def message_pass(x: torch.Tensor, weight: torch.Tensor, *, vertical: bool, reverse: bool) -> torch.Tensor:
+def message_pass(x: torch.Tensor, weight: torch.Tensor, *, vertical: bool, reverse: bool,
+                 algorithm: str = "auto") -> torch.Tensor:
     """One SCNN sweep on an NCHW tensor (``vertical``: along H, i.e. down/up; else right/left).
 
     Equal to the published loop ``out[i] = x[i] + relu(conv(out[i -/+ 1]))`` with a bias-free
     ``weight`` of shape ``[C, C, 1, k]`` (vertical) or ``[C, C, k, 1]`` (horizontal).
+    ``algorithm`` picks the per-slice convolution (``"auto"``, ``"direct"``, ``"winograd"``:
+    :func:`~lanenb_trainer.models.row_conv.row_conv`).
     """
-    return _run(x, ((vertical, reverse),), [weight])
+    return _run(x, ((vertical, reverse),), [weight], algorithm)
 
 
 def spatial_message_passing(
@@ -254,10 +248,12 @@ def spatial_message_passing(
     up: torch.Tensor,
     right: torch.Tensor,
     left: torch.Tensor,
+    algorithm: str = "auto",
 ) -> torch.Tensor:
-    """The four SCNN sweeps in order down, up, right, left (one autograd node in total)."""
+    """The four SCNN sweeps in order down, up, right, left (one autograd node in total);
+    ``algorithm`` as in :func:`message_pass`."""
     spec = ((True, False), (True, True), (False, False), (False, True))
-    return _run(x, spec, [down, up, right, left])
+    return _run(x, spec, [down, up, right, left], algorithm)
 
 
 def _check_input(x: torch.Tensor, weight: torch.Tensor) -> None:

@@ -1,0 +1,248 @@
+"""The per-slice convolution of SCNN message passing: a ``k``-tap 1-D convolution with full
+channel mixing over the rows of one ``[R, C]`` slice, ``y[i] = sum_t x[i + t] @ taps[t]``.
+
+Why a module of its own: the sweeps call it once per slice, one slice after another (each
+slice reads the previous one's output), so its speed is the sweeps' speed, and there are two
+ways to compute it with one interface:
+
+* :class:`DirectRowConv`: one library convolution call per slice (oneDNN / cuDNN);
+* :class:`WinogradRowConv`: the nested Winograd / Toom-Cook algorithm F(3, 3) for kernels of
+  ``3 * s`` taps (SCNN's 9 = three 3-tap segments). Rows are cut into tiles of 3 outputs;
+  each 5-row input window is transformed once (``B^T``, exact small integers) and serves all
+  ``s`` segments, because a segment is 3 taps further along, exactly one tile. The channel
+  mixing becomes 5 matrix products per tile per segment instead of 9 per 3 outputs: 1.8x
+  fewer multiply-adds, run as one grouped library convolution over the tiles. The output
+  transform ``A^T`` (also small integers) gives the 3 outputs. The filter transform ``G``
+  (fractions, applied once per call) carries all the divisions, so float32 results stay
+  within ~2e-6 relative of the direct convolution (float64: ~1e-15).
+
+:func:`row_conv` picks: Winograd on the CPU for float32/float64 with ``k % 3 == 0`` and
+enough channels to pay for the transforms, else direct (cuDNN has its own fast paths; bf16
+would lose too much to the transforms).
+
+Both work on a zero-framed slice buffer ``[L, R_alloc, C]`` (``L`` slices; rows ``0..R-1``
+hold the data and its zero frame, plus up to two zero rows so that the ``R - k + 1`` outputs
+fill whole tiles, see :func:`alloc_rows`): ``inputs(buf)`` and ``outputs(buf)`` make the
+per-slice views once per sweep, ``conv(inputs[i])`` returns ``R - k + 1`` rows shaped like
+``outputs(...)[j]``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "alloc_rows", "row_conv", "weight_grad"]
+
+ALGORITHMS = ("auto", "direct", "winograd")
+_TILE = 3  # outputs per tile (= taps per segment, so segments share input windows)
+_WINDOW = 5  # F(3, 3): 3 + 3 - 1 input rows per tile, 5 transformed points
+_MIN_WINOGRAD_CHANNELS = 128  # fewer (64 measured): the transforms cost more than the products save
+_MIN_WINOGRAD_ROWS = 128  # fewer (108 measured): the same
+
+# Toom-Cook F(3, 3) at the points 0, 1, -1, 2 and infinity (correlation form:
+# y = A^T [(G g) * (B^T d)] for 3 outputs y, 3 taps g, 5 inputs d). B^T's rows are scaled
+# by 2, 2, 6, 6, 1 and G's by the inverse, so the per-slice transforms are exact integers.
+_AT = ((1, 1, 1, 1, 0),
+       (0, 1, -1, 2, 0),
+       (0, 1, 1, 4, 1))
+_G = ((1 / 2, 0, 0),
+      (1 / 2, 1 / 2, 1 / 2),
+      (1 / 6, -1 / 6, 1 / 6),
+      (1 / 6, 1 / 3, 2 / 3),
+      (0, 0, 1))
+_BT = ((2, -1, -2, 1, 0),
+       (0, 2, 1, -1, 0),
+       (0, -2, 3, -1, 0),
+       (0, -1, 0, 1, 0),
+       (0, 2, -1, -2, 1))
+
+
+def alloc_rows(rows: int, kernel: int) -> int:
+    """Rows to allocate for a slice of ``rows`` rows: enough zero rows after it that its
+    ``rows - kernel + 1`` outputs fill whole tiles (at most two more rows)."""
+    outputs = max(rows - kernel + 1, 0)
+    return rows + (-outputs) % _TILE
+
+
+def _images(buf: torch.Tensor, start: int = 0, stop: int | None = None) -> tuple[torch.Tensor, ...]:
+    """Per-slice views of rows ``start:stop`` of every ``[R, C]`` slice as channels-last
+    ``[1, C, 1, rows]`` images: what a library conv reads and writes, made once per sweep
+    (one ``unbind``) instead of a chain of view ops per slice."""
+    return buf[:, start:stop].permute(0, 2, 1).unsqueeze(1).unsqueeze(3).unbind(0)
+
+
+class _Conv:
+    """``F.conv2d(image, weight, groups=groups)`` for one fixed weight and input shape, called
+    once per slice: on the CPU in float32 the weight is reordered into oneDNN's blocked layout
+    once (``mkldnn_reorder_conv2d_weight``) and the convolution runs on it directly, where
+    ``F.conv2d`` reorders the weight again on every call (~25% of a 144-row slice's time:
+    ONEDNN_VERBOSE shows a weight reorder before each convolution)."""
+
+    def __init__(self, weight: torch.Tensor, image_shape: Sequence[int], groups: int = 1) -> None:
+        self.weight, self.groups = weight, groups
+        self.packed = _pack(weight, image_shape, groups)
+
+    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None:
+            return torch.ops.mkldnn._convolution_pointwise(
+                image, self.packed, None, [0, 0], [1, 1], [1, 1], self.groups, "none", [], "")
+        return F.conv2d(image, self.weight, groups=self.groups)
+
+
+def _pack(weight: torch.Tensor, image_shape: Sequence[int], groups: int) -> torch.Tensor | None:
+    """The weight in oneDNN's own layout, or None where that path is missing (other devices
+    and dtypes, builds without oneDNN, a torch without these internal ops)."""
+    if weight.device.type != "cpu" or weight.dtype != torch.float32 or not torch.backends.mkldnn.enabled \
+            or not torch.backends.mkldnn.is_available():
+        return None
+    try:
+        _ = torch.ops.mkldnn._convolution_pointwise  # noqa: F841 (resolves the op or raises)
+        return torch._C._nn.mkldnn_reorder_conv2d_weight(
+            weight.contiguous().to_mkldnn(), [0, 0], [1, 1], [1, 1], groups, list(image_shape))
+    except (AttributeError, RuntimeError):
+        return None
+
+
+class DirectRowConv:
+    """One library convolution per slice: the slice is a channels-last ``[1, C, 1, R]`` image
+    and the taps a ``(1, k)`` kernel, so oneDNN / cuDNN read the overlapping windows
+    themselves (an im2col copy + GEMM measured ~10% slower)."""
+
+    def __init__(self, taps: torch.Tensor, rows: int) -> None:
+        """``taps``: ``[k, C_in, C_out]``; ``rows``: the slice's rows ``R`` before the
+        allocation's extra zero rows."""
+        self.kernel, self.rows = taps.shape[0], rows
+        weight = taps.permute(2, 1, 0).unsqueeze(2).contiguous(memory_format=torch.channels_last)
+        self.conv = _Conv(weight, (1, taps.shape[1], 1, rows))
+
+    def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        return _images(buf, 0, self.rows)
+
+    def outputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        pad = self.kernel // 2
+        return _images(buf, pad, self.rows - pad)
+
+    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        return self.conv(image)
+
+    def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        """Per-slice views that :meth:`add_to` accumulates into (the output rows)."""
+        return self.outputs(buf)
+
+    def add_to(self, image: torch.Tensor, target: torch.Tensor) -> None:
+        target.add_(self.conv(image))
+
+
+class WinogradRowConv:
+    """Nested Winograd F(3, 3) (see the module docstring) for ``k = 3 * s`` taps."""
+
+    def __init__(self, taps: torch.Tensor, rows: int) -> None:
+        k, c_in, c_out = taps.shape
+        if k % _TILE:
+            raise ValueError(f"Winograd row convolution needs a multiple of 3 taps, got {k}")
+        self.kernel, self.rows, self.segments = k, rows, k // _TILE
+        self.outputs_n = max(rows - k + 1, 0)
+        self.tiles = -(-self.outputs_n // _TILE)
+        self.windows = self.tiles + self.segments - 1
+        dtype, dev = taps.dtype, taps.device
+        # Filter transform in float64 (once per call): U[j, xi] = sum_v G[xi, v] taps[3j + v].
+        g = torch.tensor(_G, dtype=torch.float64, device=dev)
+        u = torch.einsum("xv,jvio->xoij", g, taps.double().reshape(self.segments, _TILE, c_in, c_out))
+        # Grouped conv weight: group xi, out channel xi * C_out + o, in channel i, kernel (1, s).
+        weight = u.reshape(_WINDOW * c_out, c_in, 1, self.segments).to(dtype).contiguous(
+            memory_format=torch.channels_last)
+        self.conv = _Conv(weight, (1, _WINDOW * c_in, 1, self.windows), groups=_WINDOW)
+        self.c_in, self.c_out = c_in, c_out
+        # Scratch reused by every slice of the sweep (stays in cache; no per-slice allocation).
+        self.bt = torch.tensor(_BT, dtype=dtype, device=dev).expand(self.windows, _WINDOW, _WINDOW)
+        self.at = torch.tensor(_AT, dtype=dtype, device=dev).expand(self.tiles, _TILE, _WINDOW)
+        self.d = taps.new_empty((self.windows, _WINDOW, c_in))  # the transformed windows
+        self.d_image = self.d.view(1, 1, self.windows, _WINDOW * c_in).permute(0, 3, 1, 2)
+        self.y = taps.new_empty((self.tiles, _TILE, c_out))
+        self.y_rows = self.y.view(self.tiles * _TILE, c_out)[:self.outputs_n]
+
+    def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        """Per slice, the overlapping 5-row windows at a step of 3 rows: ``[Q, 5, C]`` views."""
+        length, r_alloc, c = buf.shape
+        if not buf.is_contiguous() or r_alloc < _TILE * self.windows + 2:
+            raise ValueError(f"slice buffer {tuple(buf.shape)} is not laid out for {self.windows} windows")
+        return buf.as_strided((length, self.windows, _WINDOW, c), (r_alloc * c, _TILE * c, c, 1),
+                              buf.storage_offset()).unbind(0)
+
+    def outputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        pad = self.kernel // 2
+        return buf[:, pad:pad + self.outputs_n].unbind(0)
+
+    def __call__(self, windows: torch.Tensor) -> torch.Tensor:
+        """The slice's outputs, in a scratch buffer that the next call overwrites."""
+        torch.bmm(self.bt, windows, out=self.d)  # [Q, 5, C_in]: 5 transformed points per window
+        m = self.conv(self.d_image)  # [1, 5 C_out, 1, T] channels-last
+        torch.bmm(self.at, m.permute(0, 2, 3, 1).view(self.tiles, _WINDOW, self.c_out), out=self.y)
+        return self.y_rows
+
+    def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        """Per-slice ``[T, 3, C]`` views of the output rows, whole tiles: up to two rows past
+        the outputs, into the zero frame (:meth:`add_to` adds the extra outputs there; the
+        backward's gradient buffer ignores its frame rows, the relu' mask is 0 on them)."""
+        pad = self.kernel // 2
+        length, _, c = buf.shape
+        return buf[:, pad:pad + self.tiles * _TILE].view(length, self.tiles, _TILE, c).unbind(0)
+
+    def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
+        """``target += conv(windows)``, the output transform and the sum in one call."""
+        torch.bmm(self.bt, windows, out=self.d)
+        m = self.conv(self.d_image)
+        target.baddbmm_(self.at, m.permute(0, 2, 3, 1).view(self.tiles, _WINDOW, self.c_out))
+
+
+RowConv = DirectRowConv | WinogradRowConv
+
+
+def weight_grad(inputs: torch.Tensor, grads: torch.Tensor, kernel: int) -> torch.Tensor:
+    """dL/d taps ``[k, C_in, C_out]`` of a row convolution over ``S`` slices at once, whichever
+    algorithm ran it (after the sequential pass: one call instead of one op per slice).
+    Stacked, the slices are one channels-last ``[1, C, S, R]`` image (its zero rows are the
+    padding) and the library's conv weight gradient takes them in one call (~25% faster than
+    ``k`` GEMMs). Measured and not kept: the gradient in the Winograd domain (5 calls of a
+    ``(1, 3)`` weight gradient, 1.8x fewer multiply-adds): keeping the transformed windows from
+    the forward slowed the sweep by more than it saved, and transforming them again here costs
+    what the products save.
+
+    Args:
+        inputs: ``[S, R_alloc, C_in]``, the slices the convolution read.
+        grads: ``[S, R_alloc, C_out]``, dL/d its outputs in rows ``k // 2`` onwards (the
+            layout's output rows; zero in the zero frame).
+    """
+    c_in, c_out = inputs.shape[2], grads.shape[2]
+    pad, m = kernel // 2, inputs.shape[1] - kernel + 1
+    if inputs.shape[0] == 0 or m <= 0:  # nothing was convolved
+        return inputs.new_zeros((kernel, c_in, c_out))
+    src = inputs.unsqueeze(0).permute(0, 3, 1, 2)
+    dst = grads[:, pad:pad + m].unsqueeze(0).permute(0, 3, 1, 2)
+    grad_w = torch.nn.grad.conv2d_weight(src, (c_out, c_in, 1, kernel), dst)
+    return grad_w[:, :, 0, :].permute(2, 1, 0)
+
+
+def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto") -> RowConv:
+    """The row convolution for ``taps`` ``[k, C_in, C_out]`` over slices of ``rows`` rows.
+
+    Args:
+        algorithm: ``"direct"``, ``"winograd"`` (needs ``k % 3 == 0``) or ``"auto"``
+            (Winograd on the CPU for float32/float64 and at least 32 channels).
+
+    Raises:
+        ValueError: an unknown ``algorithm``, or ``"winograd"`` with ``k % 3 != 0``.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"message-passing algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if algorithm == "auto":
+        fits = (taps.device.type == "cpu" and taps.dtype in (torch.float32, torch.float64)
+                and taps.shape[0] % _TILE == 0 and taps.shape[1] >= _MIN_WINOGRAD_CHANNELS
+                and rows >= _MIN_WINOGRAD_ROWS)
+        algorithm = "winograd" if fits else "direct"
+    if algorithm == "winograd":
+        return WinogradRowConv(taps, rows)
+    return DirectRowConv(taps, rows)
