@@ -7,21 +7,25 @@ library convolutions on preallocated buffers:
 
 * layout ``[L, R, C]``: the swept axis outermost, channels last, and the ``N`` batch items
   laid end to end along the conv axis with ``k // 2`` zero rows between and around them, so
-  a whole slice is one contiguous ``[R, C]`` matrix, which is also a channels-last
-  ``[1, C, 1, R]`` image: its 1-D convolution is one library conv call (oneDNN / cuDNN read
-  the overlapping windows themselves; an im2col copy + GEMM measured ~10% slower);
+  a whole slice is one contiguous ``[R, C]`` matrix (plus up to two zero rows so that its
+  outputs fill whole Winograd tiles) whose 1-D convolution is one
+  :mod:`~lanenb_trainer.models.row_conv` call: nested Winograd F(3, 3) on the CPU (1.8x fewer
+  multiply-adds than the direct convolution), else one library conv (oneDNN / cuDNN);
 * the backward is the hand-written recurrence ``G[prev] += conv^T(relu' * G[i])`` with the
-  same call (flipped, transposed kernel), run in place on one gradient buffer;
+  same row convolution (flipped, transposed kernel), accumulated in place on one gradient
+  buffer;
 * the weight gradient of all slices is one conv weight-gradient call over the stacked
   sweep outputs and stacked ``relu' * G`` (after the sequential pass, not one op per slice);
-* the relu outputs' buffer becomes, in place, the relu mask the backward needs;
-* per slice, the forward is one conv + clamp + add (+ zeroing the conv's outputs between
-  items) and the backward one mul + conv + add, on views made once per sweep.
+* the relu' mask is kept as uint8 (a quarter of float32's bytes);
+* per slice, the forward is one row conv + clamp + add (+ zeroing the conv's outputs between
+  items) and the backward one mul + row conv-and-accumulate, on views made once per sweep.
 
 Where the time goes (``bench/scnn_message_passing.py``, 4x128x36x100, 2 threads, AMD EPYC
-with AVX-512): the slice convolutions and weight gradients alone take about 1.0-1.2x the
-floor's four full-map convolutions (~0.29 s; the 36-row horizontal slices run at ~85% of
-the full-map conv's FLOP rate), the rest (layout copies, elementwise ops) ~10%.
+with AVX-512, ~0.26-0.29 s against ~0.25 s for the floor's four full-map convolutions): the
+grouped Winograd convolutions of the slices ~40%, the four weight gradients ~30%, the
+per-slice transforms and elementwise ops ~25%, layout copies the rest. Before the Winograd
+path and the packed weights it was ~0.32 s: oneDNN reordered each slice's weight on every
+call (~0.04 ms of a 0.25 ms 164-row slice).
 
 Double backward is not supported (SCNN training does not need it).
 """
@@ -35,7 +39,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from .row_conv import ALGORITHMS, RowConv, alloc_rows, row_conv, weight_grad
+from .row_conv import RowConv, alloc_rows, check_algorithm, row_conv, weight_grad
 
 __all__ = ["MessagePassing", "message_pass", "spatial_message_passing"]
 
@@ -60,7 +64,13 @@ def _rows(n: int, s: int, pad: int) -> int:
 
 
 def _new_layout(like: torch.Tensor, length: int, n: int, s: int, c: int, pad: int) -> torch.Tensor:
-    return like.new_zeros((length, alloc_rows(_rows(n, s, pad), 2 * pad + 1), c))
+    """A layout buffer whose zero frame is zeroed; the caller fills the items' rows (zeroing
+    only the frame: ~2 ms less per buffer at 4x128x36x100 than zeroing it all)."""
+    buf = like.new_empty((length, alloc_rows(_rows(n, s, pad), 2 * pad + 1), c))
+    buf[:, :pad].zero_()
+    _gaps(buf, n, s, pad).zero_()
+    buf[:, _rows(n, s, pad):].zero_()
+    return buf
 
 
 def _to_layout(x: torch.Tensor, vertical: bool, pad: int) -> torch.Tensor:
@@ -167,7 +177,9 @@ class _MessagePassing(torch.autograd.Function):
             relu_out[:, _rows(n, s, pad):].zero_()  # the allocation's extra rows (alloc_rows)
             conv = row_conv(tap, _rows(n, s, pad), algorithm)
             _sweep_forward(cur, dst, relu_out, conv, reverse, n, s, pad)
-            relu_out = relu_out.gt(0)  # the relu' mask, as bool: a quarter of the bytes to keep and reread
+            # The relu' mask as uint8 0/1: a quarter of the bytes to keep, and the mask that
+            # multiplies fastest (mul by uint8 9 us, float 11, bool 21 per 164x128 slice).
+            relu_out = relu_out.gt(0).view(torch.uint8)
             saved += [dst, relu_out]
             cur, axis, cur_s, cur_pad = dst, vertical, s, pad
         ctx.save_for_backward(*saved, *taps)
@@ -219,8 +231,7 @@ def _as_taps(weight: torch.Tensor, vertical: bool) -> torch.Tensor:
 
 def _run(x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], weights: list[torch.Tensor],
          algorithm: str) -> torch.Tensor:
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"message-passing algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    check_algorithm(algorithm)
     for wt in weights:
         _check_input(x, wt)
     taps = [_as_taps(wt, vertical) for wt, (vertical, _) in zip(weights, spec)]

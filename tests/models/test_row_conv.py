@@ -1,0 +1,142 @@
+"""The per-slice row convolution: nested Winograd F(3, 3) equals the direct convolution, the
+pre-packed oneDNN weight equals F.conv2d, and `auto` picks what the bench measured."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lanenb_trainer.models.message_passing import message_pass, spatial_message_passing
+from lanenb_trainer.models.row_conv import (
+    DirectRowConv,
+    WinogradRowConv,
+    _Conv,
+    alloc_rows,
+    row_conv,
+)
+
+DIRECTIONS = [(True, False), (True, True), (False, False), (False, True)]
+
+
+def _slices(length: int, rows: int, c: int, kernel: int, dtype: torch.dtype) -> torch.Tensor:
+    """Zero-framed slices as the sweeps lay them out: data in rows pad..rows-pad, zeros after."""
+    pad = kernel // 2
+    buf = torch.zeros(length, alloc_rows(rows, kernel), c, dtype=dtype)
+    buf[:, pad:rows - pad] = torch.randn(length, rows - 2 * pad, c, dtype=dtype)
+    return buf
+
+
+def _reference(buf: torch.Tensor, taps: torch.Tensor, rows: int) -> torch.Tensor:
+    """y[i] = sum_t x[i + t] @ taps[t], written out with no library convolution."""
+    k = taps.shape[0]
+    x = buf[:, :rows]
+    return sum(torch.einsum("lrc,co->lro", x[:, t:rows - k + 1 + t], taps[t]) for t in range(k))
+
+
+@pytest.mark.parametrize("kernel", [3, 9, 15])
+@pytest.mark.parametrize("rows", [23, 24, 25, 164])  # outputs not a multiple of 3, and the bench's
+def test_winograd_equals_direct_in_float64(kernel: int, rows: int) -> None:
+    c = 6
+    buf = _slices(3, rows, c, kernel, torch.float64)
+    taps = torch.randn(kernel, c, c + 2, dtype=torch.float64)  # C_in != C_out too
+    ref = _reference(buf, taps, rows)
+    for conv in (DirectRowConv(taps, rows), WinogradRowConv(taps, rows)):
+        # (Winograd returns a view of its scratch, which the next slice overwrites: clone)
+        got = torch.stack([conv(item).clone() if isinstance(conv, WinogradRowConv)
+                           else conv(item)[0, :, 0].t() for item in conv.inputs(buf)])
+        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_winograd_float32_stays_close() -> None:
+    """The transforms are exact integers and G carries the fractions: float32 stays ~1e-6."""
+    buf = _slices(4, 164, 128, 9, torch.float32)
+    taps = torch.randn(9, 128, 128) / (128 * 9) ** 0.5
+    ref = _reference(buf.double(), taps.double(), 164)
+    conv = WinogradRowConv(taps, 164)
+    got = torch.stack([conv(item).clone() for item in conv.inputs(buf)]).double()
+    assert float((got - ref).abs().max() / ref.abs().max()) < 1e-5
+
+
+def test_winograd_add_to_accumulates_whole_tiles() -> None:
+    rows, c = 25, 5
+    buf = _slices(2, rows, c, 9, torch.float64)
+    taps = torch.randn(9, c, c, dtype=torch.float64)
+    conv = WinogradRowConv(taps, rows)
+    target = torch.randn(2, alloc_rows(rows, 9), c, dtype=torch.float64)
+    before = target.clone()
+    for item, view in zip(conv.inputs(buf), conv.targets(target)):
+        conv.add_to(item, view)
+    m = rows - 8
+    torch.testing.assert_close(target[:, 4:4 + m], before[:, 4:4 + m] + _reference(buf, taps, rows))
+    torch.testing.assert_close(target[:, :4], before[:, :4])  # the leading frame is untouched
+
+
+def test_packed_weight_equals_f_conv2d_and_is_used() -> None:
+    """On a oneDNN build the weight is reordered once; the results are F.conv2d's, bit for bit."""
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN")
+    image = torch.randn(164, 128).t().unsqueeze(0).unsqueeze(2)  # channels-last [1, C, 1, R]
+    for weight, groups in ((torch.randn(128, 128, 1, 9), 1), (torch.randn(640, 128, 1, 3), 5)):
+        if groups == 5:
+            image = torch.randn(54, 640).t().unsqueeze(0).unsqueeze(2)
+        weight = weight.contiguous(memory_format=torch.channels_last)
+        conv = _Conv(weight, tuple(image.shape), groups)
+        assert conv.packed is not None and conv.packed.layout == torch._mkldnn
+        torch.testing.assert_close(conv(image), F.conv2d(image, weight, groups=groups), rtol=0, atol=0)
+    assert _Conv(torch.randn(4, 4, 1, 3, dtype=torch.float64), (1, 4, 1, 10)).packed is None
+
+
+@pytest.mark.parametrize(
+    "taps_shape,dtype,rows,expected",
+    [
+        ((9, 128, 128), torch.float32, 164, WinogradRowConv),
+        ((9, 128, 128), torch.float64, 420, WinogradRowConv),
+        ((9, 128, 128), torch.float32, 108, DirectRowConv),  # few rows: measured slower
+        ((9, 64, 64), torch.float32, 420, DirectRowConv),  # few channels: measured slower
+        ((5, 128, 128), torch.float32, 420, DirectRowConv),  # not a multiple of 3 taps
+        ((9, 128, 128), torch.bfloat16, 420, DirectRowConv),  # AMP: no transforms in bf16
+    ],
+)
+def test_auto_picks_what_the_bench_measured(taps_shape, dtype, rows: int, expected) -> None:
+    assert type(row_conv(torch.zeros(taps_shape, dtype=dtype), rows)) is expected
+
+
+def test_bad_algorithm_names_the_value() -> None:
+    x = torch.randn(1, 4, 5, 6)
+    w = torch.randn(4, 4, 1, 9)
+    with pytest.raises(ValueError, match=r"one of \('auto', 'direct', 'winograd'\), got 'fast'"):
+        message_pass(x, w, vertical=True, reverse=False, algorithm="fast")
+    with pytest.raises(ValueError, match="multiple of 3 taps, got 5"):
+        message_pass(x, torch.randn(4, 4, 1, 5), vertical=True, reverse=False, algorithm="winograd")
+
+
+@pytest.mark.parametrize("kernel", [3, 9])
+def test_gradcheck_winograd_sweeps(kernel: int) -> None:
+    x = torch.randn(2, 3, 5, 7, dtype=torch.float64, requires_grad=True)
+    # Weights scaled as the model's are: unscaled, four sweeps amplify the values until the
+    # numerical Jacobian's own rounding (not the analytical one) exceeds gradcheck's 1e-5.
+    ws = [((torch.randn(3, 3, 1, kernel) if v else torch.randn(3, 3, kernel, 1)) / (3 * kernel) ** 0.5)
+          .double().requires_grad_() for v, _ in DIRECTIONS]
+    assert torch.autograd.gradcheck(lambda *a: spatial_message_passing(*a, algorithm="winograd"), (x, *ws))
+
+
+@pytest.mark.parametrize("shape", [(4, 128, 36, 100), (3, 130, 7, 11)], ids=["bench-shape", "odd"])
+def test_module_algorithms_agree_in_float32(shape) -> None:
+    """The training dtype: Winograd + packed weights against the direct library conv, fwd + bwd."""
+    n, c, h, w = shape
+    x = torch.randn(shape, requires_grad=True)
+    g = torch.randn(shape)
+    ws = [((torch.randn(c, c, 1, 9) if v else torch.randn(c, c, 9, 1)) / (c * 9) ** 0.5).requires_grad_()
+          for v, _ in DIRECTIONS]
+    results = {}
+    for algorithm in ("direct", "winograd"):
+        out = spatial_message_passing(x, *ws, algorithm=algorithm)
+        results[algorithm] = [out.detach(), *torch.autograd.grad(out, (x, *ws), g)]
+    out_w, out_d = results["winograd"][0], results["direct"][0]
+    assert float((out_w - out_d).norm() / out_d.norm()) < 1e-5
+    for a, b in zip(results["winograd"][1:], results["direct"][1:]):
+        # A relu input that rounds across 0 flips one mask entry and moves the gradients along
+        # its chain: ~1e-3 of the norm (the published loop against float64 does the same), far
+        # below what a wrong gradient gives (~1).
+        assert float((a - b).norm() / b.norm()) < 1e-2
