@@ -87,6 +87,18 @@ def test_packed_weight_equals_f_conv2d_and_is_used() -> None:
     assert _Conv(torch.randn(4, 4, 1, 3, dtype=torch.float64), (1, 4, 1, 10)).packed is None
 
 
+def test_packed_conv_falls_back_to_f_conv2d_when_the_internal_op_refuses() -> None:
+    """The packed path rests on torch internals: if a torch changes them, results stay right."""
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN")
+    weight = torch.randn(16, 16, 1, 3).contiguous(memory_format=torch.channels_last)
+    conv = _Conv(weight, (1, 16, 1, 20))
+    conv.packed = torch.randn(3)  # what the internal op cannot take: it raises RuntimeError
+    image = torch.randn(20, 16).t().unsqueeze(0).unsqueeze(2)
+    torch.testing.assert_close(conv(image), F.conv2d(image, weight))
+    assert conv.packed is None
+
+
 @pytest.mark.parametrize(
     "taps_shape,dtype,rows,expected",
     [

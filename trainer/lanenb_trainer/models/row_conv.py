@@ -90,8 +90,11 @@ class _Conv:
 
     def __call__(self, image: torch.Tensor) -> torch.Tensor:
         if self.packed is not None:
-            return torch.ops.mkldnn._convolution_pointwise(
-                image, self.packed, None, [0, 0], [1, 1], [1, 1], self.groups, "none", [], "")
+            try:
+                return torch.ops.mkldnn._convolution_pointwise(
+                    image, self.packed, None, [0, 0], [1, 1], [1, 1], self.groups, "none", [], "")
+            except (RuntimeError, TypeError):  # an internal op that changed under another torch:
+                self.packed = None  # the public path from now on (it raises real errors itself)
         return F.conv2d(image, self.weight, groups=self.groups)
 
 
