@@ -25,8 +25,8 @@ import torch
 import torch.nn as nn
 
 from benchutil import cpu_label
-from lanenb_trainer.models.message_passing import MessagePassing, plain_message_passing
-from lanenb_trainer.models.row_conv import row_conv
+from lanenb_trainer.models.message_passing import MessagePassing, plain_message_passing, slice_rows
+from lanenb_trainer.models.row_conv import auto_algorithm
 
 
 def published_loop(x: torch.Tensor, convs: nn.ModuleList) -> torch.Tensor:
@@ -139,9 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"shape {n}x{c}x{h}x{w} float32, kernel {k}, threads {args.threads}, best of {args.repeats} (interleaved)")
     picks = []
     for axis, s in (("vertical", w), ("horizontal", h)):
-        rows = n * (s + p) + p  # the sweeps' slice: the N items end to end, zero rows between
-        conv = row_conv(torch.zeros(k, c, c), rows)
-        picks.append(f"{axis} {type(conv).__name__} ({rows} rows)")
+        rows = slice_rows(n, s, p)
+        picks.append(f"{axis} {auto_algorithm(torch.zeros(k, c, c), rows)} ({rows} rows)")
     print("per-slice convolution (algorithm auto): " + ", ".join(picks))
     print(f"baseline (published per-slice loop) fwd+bwd: {t_ref:8.3f} s")
     print(f"ours (custom autograd Function)     fwd+bwd: {t_ours:8.3f} s")

@@ -76,10 +76,11 @@ def test_packed_weight_equals_f_conv2d_and_is_used() -> None:
     """On a oneDNN build the weight is reordered once; the results are F.conv2d's, bit for bit."""
     if not torch.backends.mkldnn.is_available():
         pytest.skip("this torch has no oneDNN")
-    image = torch.randn(164, 128).t().unsqueeze(0).unsqueeze(2)  # channels-last [1, C, 1, R]
-    for weight, groups in ((torch.randn(128, 128, 1, 9), 1), (torch.randn(640, 128, 1, 3), 5)):
-        if groups == 5:
-            image = torch.randn(54, 640).t().unsqueeze(0).unsqueeze(2)
+    cases = [  # (weight, groups, channels-last [1, C, 1, R] image): direct and Winograd shapes
+        (torch.randn(128, 128, 1, 9), 1, torch.randn(164, 128).t().unsqueeze(0).unsqueeze(2)),
+        (torch.randn(640, 128, 1, 3), 5, torch.randn(54, 640).t().unsqueeze(0).unsqueeze(2)),
+    ]
+    for weight, groups, image in cases:
         weight = weight.contiguous(memory_format=torch.channels_last)
         conv = _Conv(weight, tuple(image.shape), groups)
         assert conv.packed is not None and conv.packed.layout == torch._mkldnn

@@ -41,23 +41,23 @@ from torch.autograd.function import once_differentiable
 
 from .row_conv import RowConv, alloc_rows, check_algorithm, row_conv, weight_grad
 
-__all__ = ["MessagePassing", "message_pass", "spatial_message_passing"]
+__all__ = ["MessagePassing", "message_pass", "slice_rows", "spatial_message_passing"]
 
 
 def _interior(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
     """``[L, R, C]`` layout -> view ``[L, N, S, C]`` of the item rows (no zero rows)."""
     length, _, c = buf.shape
-    return buf[:, pad:_rows(n, s, pad)].view(length, n, s + pad, c)[:, :, :s]
+    return buf[:, pad:slice_rows(n, s, pad)].view(length, n, s + pad, c)[:, :, :s]
 
 
 def _gaps(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
     """``[L, R, C]`` layout -> view ``[L, N, pad, C]`` of the zero rows after each item
     (the inter-item gaps and the trailing frame): what :func:`_interior` leaves out."""
     length, _, c = buf.shape
-    return buf[:, pad:_rows(n, s, pad)].view(length, n, s + pad, c)[:, :, s:]
+    return buf[:, pad:slice_rows(n, s, pad)].view(length, n, s + pad, c)[:, :, s:]
 
 
-def _rows(n: int, s: int, pad: int) -> int:
+def slice_rows(n: int, s: int, pad: int) -> int:
     """Rows of one slice in the layout: the ``n`` items, each followed by ``pad`` zero rows,
     after ``pad`` leading zero rows (the allocation adds up to two zero rows: :func:`alloc_rows`)."""
     return n * (s + pad) + pad
@@ -66,10 +66,10 @@ def _rows(n: int, s: int, pad: int) -> int:
 def _new_layout(like: torch.Tensor, length: int, n: int, s: int, c: int, pad: int) -> torch.Tensor:
     """A layout buffer whose zero frame is zeroed; the caller fills the items' rows (zeroing
     only the frame: ~2 ms less per buffer at 4x128x36x100 than zeroing it all)."""
-    buf = like.new_empty((length, alloc_rows(_rows(n, s, pad), 2 * pad + 1), c))
+    buf = like.new_empty((length, alloc_rows(slice_rows(n, s, pad), 2 * pad + 1), c))
     buf[:, :pad].zero_()
     _gaps(buf, n, s, pad).zero_()
-    buf[:, _rows(n, s, pad):].zero_()
+    buf[:, slice_rows(n, s, pad):].zero_()
     return buf
 
 
@@ -174,8 +174,8 @@ class _MessagePassing(torch.autograd.Function):
             relu_out = torch.empty_like(cur)  # the sweep writes all but these rows:
             relu_out[length - 1 if reverse else 0].zero_()
             relu_out[:, :pad].zero_()
-            relu_out[:, _rows(n, s, pad):].zero_()  # the allocation's extra rows (alloc_rows)
-            conv = row_conv(tap, _rows(n, s, pad), algorithm)
+            relu_out[:, slice_rows(n, s, pad):].zero_()  # the allocation's extra rows (alloc_rows)
+            conv = row_conv(tap, slice_rows(n, s, pad), algorithm)
             _sweep_forward(cur, dst, relu_out, conv, reverse, n, s, pad)
             # The relu' mask as uint8 0/1: a quarter of the bytes to keep, and the mask that
             # multiplies fastest (mul by uint8 9 us, float 11, bool 21 per 164x128 slice).
@@ -204,7 +204,7 @@ class _MessagePassing(torch.autograd.Function):
             elif vertical != axis or pad != cur_pad:
                 grad = _change_layout(grad, n, axis, cur_s, cur_pad, vertical, s, pad)
             # conv^T = correlation with the flipped, transposed kernel on the zero-framed rows.
-            conv_t = row_conv(tap.flip(0).transpose(1, 2), _rows(n, s, pad), ctx.algorithm)
+            conv_t = row_conv(tap.flip(0).transpose(1, 2), slice_rows(n, s, pad), ctx.algorithm)
             dconv = _sweep_backward(grad, masks[idx], conv_t, reverse)
             if ctx.needs_input_grad[3 + idx]:
                 grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, kernel).to(ctx.weight_dtypes[idx])

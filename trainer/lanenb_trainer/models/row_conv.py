@@ -36,8 +36,8 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-__all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "alloc_rows", "check_algorithm", "row_conv",
-           "weight_grad"]
+__all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "alloc_rows", "auto_algorithm",
+           "check_algorithm", "row_conv", "weight_grad"]
 
 ALGORITHMS = ("auto", "direct", "winograd")
 _TILE = 3  # outputs per tile (= taps per segment, so segments share input windows)
@@ -161,7 +161,7 @@ class WinogradRowConv:
         weight = u.reshape(_WINDOW * c_out, c_in, 1, self.segments).to(dtype).contiguous(
             memory_format=torch.channels_last)
         self.conv = _Conv(weight, (1, _WINDOW * c_in, 1, self.windows), groups=_WINDOW)
-        self.c_in, self.c_out = c_in, c_out
+        self.c_out = c_out
         # Scratch reused by every slice of the sweep (stays in cache; no per-slice allocation).
         self.bt = torch.tensor(_BT, dtype=dtype, device=dev).expand(self.windows, _WINDOW, _WINDOW)
         self.at = torch.tensor(_AT, dtype=dtype, device=dev).expand(self.tiles, _TILE, _WINDOW)
@@ -182,11 +182,15 @@ class WinogradRowConv:
         pad = self.kernel // 2
         return buf[:, pad:pad + self.outputs_n].unbind(0)
 
-    def __call__(self, windows: torch.Tensor) -> torch.Tensor:
-        """The slice's outputs, in a scratch buffer that the next call overwrites."""
+    def _products(self, windows: torch.Tensor) -> torch.Tensor:
+        """Input transform and channel products: ``[T, 5, C_out]``, before the output transform."""
         torch.bmm(self.bt, windows, out=self.d)  # [Q, 5, C_in]: 5 transformed points per window
         m = self.conv(self.d_image)  # [1, 5 C_out, 1, T] channels-last
-        torch.bmm(self.at, m.permute(0, 2, 3, 1).view(self.tiles, _WINDOW, self.c_out), out=self.y)
+        return m.permute(0, 2, 3, 1).view(self.tiles, _WINDOW, self.c_out)
+
+    def __call__(self, windows: torch.Tensor) -> torch.Tensor:
+        """The slice's outputs, in a scratch buffer that the next call overwrites."""
+        torch.bmm(self.at, self._products(windows), out=self.y)
         return self.y_rows
 
     def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
@@ -199,9 +203,7 @@ class WinogradRowConv:
 
     def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
         """``target += conv(windows)``, the output transform and the sum in one call."""
-        torch.bmm(self.bt, windows, out=self.d)
-        m = self.conv(self.d_image)
-        target.baddbmm_(self.at, m.permute(0, 2, 3, 1).view(self.tiles, _WINDOW, self.c_out))
+        target.baddbmm_(self.at, self._products(windows))
 
 
 RowConv = DirectRowConv | WinogradRowConv
@@ -239,23 +241,29 @@ def check_algorithm(algorithm: str) -> None:
         raise ValueError(f"message-passing algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
 
 
+def auto_algorithm(taps: torch.Tensor, rows: int) -> str:
+    """What ``"auto"`` resolves to for ``taps`` ``[k, C_in, C_out]`` over ``rows``-row slices:
+    ``"winograd"`` on the CPU for float32/float64, ``k % 3 == 0``, at least 128 channels and
+    128 rows (where it measured faster), else ``"direct"``."""
+    fits = (taps.device.type == "cpu" and taps.dtype in (torch.float32, torch.float64)
+            and taps.shape[0] % _TILE == 0 and taps.shape[1] >= _MIN_WINOGRAD_CHANNELS
+            and rows >= _MIN_WINOGRAD_ROWS)
+    return "winograd" if fits else "direct"
+
+
 def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto") -> RowConv:
     """The row convolution for ``taps`` ``[k, C_in, C_out]`` over slices of ``rows`` rows.
 
     Args:
         algorithm: ``"direct"``, ``"winograd"`` (needs ``k % 3 == 0``) or ``"auto"``
-            (Winograd on the CPU for float32/float64 with at least 128 channels and 128 rows,
-            where it measured faster; direct on CUDA, in bf16/fp16 and for smaller slices).
+            (:func:`auto_algorithm`).
 
     Raises:
         ValueError: an unknown ``algorithm``, or ``"winograd"`` with ``k % 3 != 0``.
     """
     check_algorithm(algorithm)
     if algorithm == "auto":
-        fits = (taps.device.type == "cpu" and taps.dtype in (torch.float32, torch.float64)
-                and taps.shape[0] % _TILE == 0 and taps.shape[1] >= _MIN_WINOGRAD_CHANNELS
-                and rows >= _MIN_WINOGRAD_ROWS)
-        algorithm = "winograd" if fits else "direct"
+        algorithm = auto_algorithm(taps, rows)
     if algorithm == "winograd":
         return WinogradRowConv(taps, rows)
     return DirectRowConv(taps, rows)
