@@ -64,7 +64,7 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     h, w = (int(v) for v in args.size.split("x"))
-    from lanenb.export import export
+    from lanenb.inference.export import export
     from lanenb_trainer.models import build_from_checkpoint
 
     device = torch.device(args.device)

@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "tests" / "k8s"))
 from k8s_harness import start_emulator, warm_up  # noqa: E402
 from fake_operator import FakeCluster  # noqa: E402
 
-from lanenb.jobs.backends.kubernetes import KubernetesBackend  # noqa: E402
-from lanenb.jobs.spec import TrainSpec  # noqa: E402
+from lanenb.backends.kubernetes.backend import KubernetesBackend  # noqa: E402
+from lanenb.contract.spec import TrainSpec  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -99,7 +99,7 @@ def main() -> int:
 
 
 def _watch(backend: KubernetesBackend, spec: TrainSpec, handle: dict):
-    from lanenb.jobs.backends.kubernetes.watch import watch_mpijob
+    from lanenb.kube.watch import watch_mpijob
 
     return watch_mpijob(backend.clients(), handle["namespace"], handle["name"], timeout=30)
 

@@ -31,8 +31,8 @@ from benchutil import cpu_name, percentile  # noqa: E402  (bench/ is on sys.path
 
 
 def history_memory_mb(steps: int = 100_000, lines: int = 1_000_000) -> tuple[float, int, int]:
-    from lanenb.jobs.backends.base import LogLine
-    from lanenb.jobs.runstate import RunState
+    from lanenb.contract.backend import LogLine
+    from lanenb.analysis.runstate import RunState
     from lanenb_trainer.events import Event
 
     tracemalloc.start()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from lanenb.version import __version__
+
+__all__ = ["__version__", "load_ipython_extension", "predict", "fetch_dataset", "fetch_to_pvc", "retrain"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -29,8 +31,8 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def predict(weights: Any, images: Any, **kwargs: Any) -> Any:
-    """``lanenb.predict(weights, images)``: lanes on images (see ``lanenb.prediction.predict``)."""
-    from lanenb.prediction import predict as _predict
+    """``lanenb.predict(weights, images)``: lanes on images (see ``lanenb.inference.predict.predict``)."""
+    from lanenb.inference.predict import predict as _predict
 
     return _predict(weights, images, **kwargs)
 
@@ -38,9 +40,9 @@ def predict(weights: Any, images: Any, **kwargs: Any) -> Any:
 def fetch_to_pvc(name: str = "tusimple", *, pvc: str, image: str, **kwargs: Any) -> Any:
     """``lanenb.fetch_to_pvc("tusimple", pvc="data", image=IMG)``: the fetch as a Kubernetes Job
     that fills the PVC (created unless it exists), recorded as a lanenb job; waits for it and
-    returns the ``Job`` (see ``lanenb.datasets.k8s_fetch.fetch_to_pvc``; ``submit_fetch_job``
+    returns the ``Job`` (see ``lanenb.datasets.cluster.fetch_to_pvc``; ``submit_fetch_job``
     returns at once)."""
-    from lanenb.datasets.k8s_fetch import fetch_to_pvc as _fetch
+    from lanenb.datasets.cluster import fetch_to_pvc as _fetch
 
     return _fetch(name, pvc=pvc, image=image, **kwargs)
 
@@ -51,3 +53,12 @@ def fetch_dataset(name: str, to: Any, **kwargs: Any) -> Any:
     from lanenb_trainer.datasets.fetch import fetch_dataset as _fetch
 
     return _fetch(name, to, **kwargs)
+
+
+def retrain(snapshot_id: Any, new_volume: str, **kwargs: Any) -> Any:
+    """``lanenb.retrain(snapshot_id, "data/tusimple-v1b", epochs=3)``: restore a snapshot into the
+    NEW ``new_volume`` and submit a job with the settings of the run that made it (see
+    ``lanenb.workflows.retrain.retrain`` for the arguments and errors). Returns the ``Job``."""
+    from lanenb.workflows.retrain import retrain as _retrain
+
+    return _retrain(snapshot_id, new_volume, **kwargs)

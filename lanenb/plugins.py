@@ -1,6 +1,6 @@
 """One small registry of named, lazily imported implementations (papermill ``engines.py`` style).
 
-Job backends (``lanenb.jobs.backends``) and snapshot stores (``lanenb.snapshots``) are both
+Job backends (``lanenb.contract.backends``) and snapshot stores (``lanenb.snapshots``) are both
 looked up by a name that a user types (``backend="kubernetes"``), and both must not import
 their heavy dependency (the ``kubernetes`` client, restic wrappers) until that name is used.
 A "module:attribute" string defers the import to the first lookup.

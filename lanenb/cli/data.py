@@ -105,7 +105,7 @@ def cmd_fetch_cluster(args: argparse.Namespace) -> int:
         fields["progress_every"] = args.progress_every
     try:
         parse_url_args(args.url, args.dataset)  # a bad --url fails here, not in the pod
-        from lanenb.datasets.k8s_fetch import submit_fetch_job
+        from lanenb.datasets.cluster import submit_fetch_job
 
         job = submit_fetch_job(args.dataset, pvc=args.pvc, image=args.image or "", **fields)
     except UserError as exc:
@@ -137,7 +137,7 @@ def cmd_fetch_cluster(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from lanenb_trainer.data.culane import check_culane, is_culane_root
-    from lanenb_trainer.data.labels import check_dataset
+    from lanenb_trainer.data.check import check_dataset
 
     check = check_culane if is_culane_root(args.dir) else check_dataset  # CULane: list/*.txt + .lines.txt
     problems = check(args.dir, progress=not args.quiet and sys.stderr.isatty())

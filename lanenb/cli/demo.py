@@ -54,7 +54,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return 2
 
     # 2. check
-    from lanenb_trainer.data.labels import check_dataset
+    from lanenb_trainer.data.check import check_dataset
 
     problems = check_dataset(data)
     if problems:

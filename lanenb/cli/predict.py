@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from lanenb.prediction import Predictor, list_images, predict_images, predict_split, predict_video, write_predictions
+    from lanenb.inference.predict import Predictor, list_images, predict_images, predict_split, predict_video, write_predictions
 
     out = Path(args.out)
     try:
@@ -77,7 +77,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from lanenb.export import export
+    from lanenb.inference.export import export
 
     try:
         result = export(args.weights, args.format, args.out, img_height=args.img_height, img_width=args.img_width,

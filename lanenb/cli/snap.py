@@ -9,7 +9,7 @@ from lanenb_trainer.errors import UserError
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from lanenb.snapshots.commands import add_snap_arguments
+    from lanenb.commands.snapshots import add_snap_arguments
 
     parser = subparsers.add_parser("snap", help="list, show, diff, restore, delete, verify and create snapshots",
                                    description=__doc__.splitlines()[0])
@@ -19,7 +19,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 def _run(args: argparse.Namespace) -> int:
     from lanenb.snapshots import SnapshotError
-    from lanenb.snapshots.commands import run_snap
+    from lanenb.commands.snapshots import run_snap
     from lanenb.tables import Table
 
     try:

@@ -13,9 +13,9 @@ import sys
 from typing import Any, Callable, TextIO
 
 from lanenb.errors import UserError
-from lanenb.jobs.arguments import add_job_arguments, spec_from_args
-from lanenb.jobs.event_text import event_text
-from lanenb.jobs.spec import TrainSpec
+from lanenb.commands.arguments import add_job_arguments, spec_from_args
+from lanenb.analysis.event_text import event_text
+from lanenb.contract.spec import TrainSpec
 from lanenb.launch.mpirun import LaunchError, OutputLine, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
 

@@ -7,19 +7,20 @@
 
 from __future__ import annotations
 
-from .backends import Backend, BackendError, LogLine, available_backends, get_backend, register_backend
-from .job import Job, default_run_dir, get_job, list_jobs, submit
-from .registry import JobExistsError, JobNotFoundError, JobRegistry, lanenb_home
-from .spec import KubernetesOptions, SpecError, TrainSpec, VolumeMount
-from .status import JobState, JobStatus
-from .runstate import RunState
-from .updates import Update, UpdateBatch
-from .validate import Problem, validate
+from lanenb.contract.backend import Backend, LogLine
+from lanenb.contract.backends import BackendError, available_backends, get_backend, register_backend
+from lanenb.jobs.job import Job, default_run_dir, get_job, list_jobs, submit
+from lanenb.home import lanenb_home
+from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRegistry
+from lanenb.contract.spec import KubernetesOptions, SpecError, TrainSpec, VolumeMount
+from lanenb.contract.status import JobState, JobStatus
+from lanenb.jobs.updates import Update, UpdateBatch
+from lanenb.contract.validate import Problem, validate
 
 __all__ = [
     "TrainSpec", "VolumeMount", "KubernetesOptions", "SpecError",
     "JobState", "JobStatus", "Job", "submit", "get_job", "list_jobs", "default_run_dir",
     "JobRegistry", "JobExistsError", "JobNotFoundError", "lanenb_home",
-    "RunState", "Update", "UpdateBatch", "Problem", "validate",
+    "Update", "UpdateBatch", "Problem", "validate",
     "Backend", "BackendError", "LogLine", "register_backend", "get_backend", "available_backends",
 ]

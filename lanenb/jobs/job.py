@@ -13,21 +13,19 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from lanenb_trainer.events import Event, parse_line
 
-from .backends import Backend, LogLine, get_backend
-from .redact import redact_spec
-from .registry import JobExistsError, JobNotFoundError, JobRecord, JobRegistry, lanenb_home
-from .spec import TrainSpec
-from .status import JobState, JobStatus
-from .updates import Update, UpdateBatch, poll as _poll
+from lanenb.contract.backend import Backend, LogLine
+from lanenb.contract.backends import get_backend
+from lanenb.contract.redact import redact_spec
+from lanenb.home import default_run_dir, lanenb_home
+from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRecord, JobRegistry
+from lanenb.contract.spec import TrainSpec
+from lanenb.contract.status import JobState, JobStatus
+from lanenb.jobs.updates import Update, UpdateBatch, poll as _poll
 
 if TYPE_CHECKING:
-    from .runstate import RunState
+    from lanenb.analysis.runstate import RunState
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
-
-
-def default_run_dir(name: str) -> Path:
-    return lanenb_home() / "runs" / name
 
 
 def _read_metrics(run_dir: str | None) -> dict[str, Any] | None:
@@ -131,7 +129,8 @@ class Job:
             if event is not None:
                 yield event
 
-    def poll(self, cursor: str | None = None, *, max_lines: int = 5000) -> UpdateBatch:
+    def poll(self, cursor: str | None = None, *, max_lines: int = 5000,
+             tail_lines: int | None = None) -> UpdateBatch:
         """What happened since ``cursor``, without blocking: a status change, then new log
         lines with their parsed ``@lanenb`` events.
 
@@ -139,6 +138,8 @@ class Job:
             cursor: ``None`` for the whole history, or ``batch.cursor`` / ``update.cursor``
                 from an earlier call (in this kernel or another one) to continue from there.
             max_lines: the most log lines returned at once (call again for the rest).
+            tail_lines: with ``cursor=None``, start at the last ``tail_lines`` lines instead of
+                the beginning (a cheap look at a long log, e.g. for a table of many jobs).
 
         Returns:
             An ``UpdateBatch``: ``updates``, the ``cursor`` to pass next time, and ``final``
@@ -147,7 +148,7 @@ class Job:
         Raises:
             SpecError: ``cursor`` is not one this API returned.
         """
-        return _poll(self, cursor, max_lines=max_lines)
+        return _poll(self, cursor, max_lines=max_lines, tail_lines=tail_lines)
 
     def updates(self, cursor: str | None = None, *, follow: bool = True, interval: float = 0.5
                 ) -> Iterator[Update]:
@@ -161,21 +162,6 @@ class Job:
                 return
             if not batch.updates:
                 time.sleep(interval)
-
-    def tail_state(self, lines: int = 400) -> "RunState":
-        """A ``RunState`` folded from the status and the last ``lines`` log lines only: cheap
-        enough for a table of many jobs (``%lanejobs``), whatever the length of each log."""
-        from .runstate import RunState
-
-        state = RunState(max_points=64, max_log_lines=50)
-        state.fold_status(self.status())
-        chunk = self.backend.read_log(self.spec, self._record.handle, None, tail_lines=lines)
-        for line, _ in chunk.lines:
-            state.fold_line(line, parse_line(line.text))
-        metrics = self._record.metrics or {}
-        if state.test is None and isinstance(metrics.get("test"), dict):
-            state.test = dict(metrics["test"])
-        return state
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobStatus:
         """Block until the job finishes, or is suspended.

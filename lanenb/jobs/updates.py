@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 
 from lanenb_trainer.events import Event, parse_line
 
-from .backends.base import LogChunk, LogLine
-from .status import JobStatus
+from lanenb.contract.backend import LogChunk, LogLine
+from lanenb.errors import SpecError
+from lanenb.contract.status import JobStatus
 
 if TYPE_CHECKING:
-    from .job import Job
+    from lanenb.jobs.job import Job
 
 __all__ = ["Update", "UpdateBatch", "poll", "split_cursor", "LogChunk"]
 
@@ -54,8 +55,6 @@ def split_cursor(cursor: str | None) -> tuple[str, str | None]:
     if not cursor:
         return "", None
     if not isinstance(cursor, str) or "|" not in cursor:
-        from .spec import SpecError
-
         raise SpecError("cursor", cursor, "is not a cursor returned by Job.poll / Update.cursor")
     state, _, log = cursor.partition("|")
     return state, (log or None)
@@ -65,14 +64,16 @@ def _state_key(status: JobStatus) -> str:
     return f"{status.state.value}:{status.reason or ''}".replace("|", "/")
 
 
-def poll(job: "Job", cursor: str | None = None, *, max_lines: int = 5000) -> UpdateBatch:
+def poll(job: "Job", cursor: str | None = None, *, max_lines: int = 5000,
+         tail_lines: int | None = None) -> UpdateBatch:
     """See ``Job.poll``. Status is read before the log, so a final status plus a complete log
     chunk means every line written before the end is in this batch or an earlier one."""
     state_key, log_cursor = split_cursor(cursor)
     status = job.status()
     updates: list[Update] = []
     new_state = _state_key(status)
-    chunk = job.backend.read_log(job.spec, job.handle, log_cursor, max_lines=max_lines)
+    chunk = job.backend.read_log(job.spec, job.handle, log_cursor, max_lines=max_lines,
+                                 tail_lines=tail_lines if log_cursor is None else None)
     if new_state != state_key:
         updates.append(Update(cursor=f"{new_state}|{log_cursor or ''}", status=status))
     for line, line_cursor in chunk.lines:

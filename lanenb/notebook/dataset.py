@@ -18,12 +18,12 @@ import cv2
 import ipywidgets as widgets
 
 from lanenb.errors import UserError
-from lanenb_trainer.data.labels import check_dataset
+from lanenb_trainer.data.check import check_dataset
 from lanenb_trainer.data.preview import preview_grid
 from lanenb_trainer.data.splits import SPLITS, load_split
 
-from .charts import render_histogram
-from .fallback import StaticFallback
+from lanenb.charts.png import render_histogram
+from lanenb.notebook.fallback import StaticFallback
 
 __all__ = ["DatasetPreview", "DatasetError", "encode_png"]
 

@@ -1,7 +1,7 @@
 """IPython magics: ``%lanetrain``, ``%%lanetrain``, ``%lanejobs``, ``%lanelogs``, ``%lanestop``,
 ``%laneshow``. Registered by ``%load_ext lanenb`` only (``import lanenb`` has no side effects).
 
-``%lanetrain`` parses exactly the flags ``lanenb train`` parses (``lanenb.jobs.arguments``),
+``%lanetrain`` parses exactly the flags ``lanenb train`` parses (``lanenb.commands.arguments``),
 submits through the Job API, returns the ``Job`` at once and shows the live view below the
 cell. User mistakes (``UserError``) become IPython's ``UsageError``: one line naming the bad
 value, no traceback.
@@ -22,8 +22,8 @@ from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_ar
 
 from lanenb.errors import UserError
 from lanenb.jobs import Job, get_job, list_jobs, submit
-from lanenb.jobs.arguments import add_job_arguments, spec_from_args
-from lanenb.jobs.runstate import format_duration
+from lanenb.commands.arguments import add_job_arguments, spec_from_args
+from lanenb.analysis.runstate import format_duration, tail_state
 from lanenb.tables import Table
 
 __all__ = ["LaneMagics", "load_ipython_extension", "train_parser", "resolve_job"]
@@ -150,7 +150,7 @@ class LaneMagics(Magics):
         spec = spec_from_args(ns, _PARSER, base)
         if ns.dry_run:
             return _dry_run(spec)
-        from .view import JobView
+        from lanenb.notebook.view import JobView
 
         job = submit(spec)
         where = "this machine" if job.backend.runs_here else f"{spec.backend} (namespace {job.handle.get('namespace')})"
@@ -179,7 +179,7 @@ class LaneMagics(Magics):
     def lanescale(self, line: str) -> Any:
         """See ``%lanescale?`` (the flags); returns the ``ScalingReport``."""
         ns = _SCALE_PARSER.parse_args(arg_split(line, posix=True))
-        from lanenb.scaling import measure
+        from lanenb.analysis.scaling import measure
 
         counts = ns.processes
         ns.processes = None  # set per run by measure()
@@ -195,7 +195,7 @@ class LaneMagics(Magics):
     def lanecompare(self, line: str) -> Any:
         """Compare runs: settings that differ, final and best metrics, duration, images/s, curves."""
         args = parse_argstring(self.lanecompare, line)
-        from lanenb.runs import compare
+        from lanenb.analysis.compare import compare
 
         return compare([resolve_job(token, self.shell.user_ns) for token in args.runs])
 
@@ -271,7 +271,7 @@ class LaneMagics(Magics):
         """Show (or re-attach) the live view of a job, e.g. after a kernel restart."""
         args = parse_argstring(self.laneshow, line)
         job = resolve_job(args.job, self.shell.user_ns)
-        from .view import JobView
+        from lanenb.notebook.view import JobView
 
         view = JobView(job, start=False)
         if job.status().state.finished:
@@ -287,7 +287,7 @@ class LaneMagics(Magics):
         """Snapshots: %lanesnap list|show|diff|restore|delete|verify|create ... (see lanenb.snapshots)."""
         from IPython.display import display
 
-        from lanenb.snapshots.commands import run_snap
+        from lanenb.commands.snapshots import run_snap
 
         result = run_snap(_SNAP_PARSER.parse_args(arg_split(line, posix=True)))
         if isinstance(result, Table):
@@ -298,7 +298,7 @@ class LaneMagics(Magics):
 
 def snap_parser() -> MagicArgumentParser:
     """``%lanesnap``'s parser: the actions of ``lanenb snap`` (one definition for both)."""
-    from lanenb.snapshots.commands import add_snap_arguments
+    from lanenb.commands.snapshots import add_snap_arguments
 
     return add_snap_arguments(MagicArgumentParser(prog="%lanesnap", description=(
         "Versions of datasets and runs: %lanesnap list, %lanesnap diff A B, %lanesnap restore ID NEW_DIR")))
@@ -349,7 +349,7 @@ class JobTable:
     @staticmethod
     def _row(job: Job) -> dict[str, str]:
         try:
-            state = job.tail_state()
+            state = tail_state(job)
             status = state.state + (f" ({state.reason})" if state.reason and state.state != "running" else "")
             progress = f"{state.progress:.0%}" if state.progress is not None else "-"
             if state.state == "running" and state.eta_s is not None:

@@ -1,7 +1,7 @@
 """``TrainPanel``: the launch form, for users who would rather click than type flags.
 
 Every control maps to a ``TrainSpec`` field; after each change the panel runs
-``lanenb.jobs.validate`` (the same checks the magic and the CLI hit) and disables Launch with
+``lanenb.contract.validate`` (the same checks the magic and the CLI hit) and disables Launch with
 every problem listed. Bounds come from the backend (``Backend.capacity``: this machine's GPUs
 or cores, the cluster's allocatable ``nvidia.com/gpu``), datasets from ``Backend.datasets``
 (folders under the data roots, PVCs in the namespace).
@@ -18,9 +18,9 @@ import ipywidgets as widgets
 
 from lanenb.errors import UserError
 from lanenb.jobs import Job, TrainSpec, available_backends, get_backend, submit, validate
-from lanenb.jobs.spec import BACKBONES, ENGINES
+from lanenb.contract.spec import BACKBONES, ENGINES
 
-from .view import JobView
+from lanenb.notebook.view import JobView
 
 __all__ = ["TrainPanel"]
 
@@ -147,12 +147,12 @@ class TrainPanel(widgets.VBox):
         problems = validate(fields)
         sub = self.subpath.value.strip()
         if not self._local and (sub.startswith("/") or ".." in sub.split("/")):
-            from lanenb.jobs.validate import Problem
+            from lanenb.contract.validate import Problem
 
             problems.insert(0, Problem("dataset", sub, f"path in PVC {sub!r}: must be a folder inside the PVC "
                                                        f"(relative, no '..')"))
         if extra_error:
-            from lanenb.jobs.validate import Problem
+            from lanenb.contract.validate import Problem
 
             problems.insert(0, Problem("extra_args", self.extra.value, f"trainer flags {self.extra.value!r}: {extra_error}"))
         self.problems = problems

@@ -24,8 +24,8 @@ from lanenb_trainer.data.preview import draw_lanes
 from lanenb_trainer.evaluation.jsonl import read_json_lines
 from lanenb_trainer.evaluation.lane_eval import FrameScore, evaluate
 
-from .dataset import encode_png
-from .fallback import StaticFallback
+from lanenb.notebook.dataset import encode_png
+from lanenb.notebook.fallback import StaticFallback
 
 __all__ = ["PredictionViewer", "PredictionError"]
 
@@ -97,7 +97,7 @@ class PredictionViewer(StaticFallback, widgets.VBox):
             self.source = f"{self.pred_path}"
             preds = [rec for _, rec in read_json_lines(self.pred_path, "prediction file")]
         else:  # stopped before its test evaluation: predict now with its checkpoint (lanenb.predict)
-            from lanenb.prediction import Predictor, predict_split
+            from lanenb.inference.predict import Predictor, predict_split
 
             model = Predictor(self.run_dir, device="cpu")
             preds, _ = predict_split(model, self.data_root, "test", self.run_dir, draw=0)

@@ -3,7 +3,7 @@
 A table of snapshots (job, accuracy, date, size), a list to pick from, **Diff** for two picked
 versions, **Restore** for one: it asks for a new directory / PVC name and restores only after
 **Confirm** (never into an existing target); **Retrain** does the same, then submits a job with
-the settings of the run that made the snapshot (``lanenb.snapshots.retrain``; ``self.job``).
+the settings of the run that made the snapshot (``lanenb.retrain``; ``self.job``).
 Errors show as a red line, not a traceback.
 """
 
@@ -17,7 +17,7 @@ import ipywidgets as widgets
 from lanenb.errors import UserError
 from lanenb.snapshots import SnapshotError, SnapshotStore, get_store
 from lanenb.snapshots.base import fmt_size
-from lanenb.snapshots.commands import job_of, registry_links, versions_table
+from lanenb.commands.snapshots import job_of, registry_links, versions_table
 
 __all__ = ["SnapshotBrowser"]
 
@@ -122,7 +122,7 @@ class SnapshotBrowser(widgets.VBox):
             return None
         try:
             if self._retrain:
-                from lanenb.snapshots.reproduce import retrain
+                from lanenb.workflows.retrain import retrain
 
                 self.job = retrain(chosen[0], target, backend=self.store)
                 done = f"retraining from {chosen[0]} on {target}: job {self.job.name} submitted"

@@ -20,10 +20,10 @@ from typing import Any
 import ipywidgets as widgets
 
 from lanenb.jobs.job import Job
-from lanenb.jobs.runstate import RunState, format_duration
+from lanenb.analysis.runstate import RunState, format_duration
 
-from .charts import render_run
-from .fallback import StaticFallback
+from lanenb.charts.png import render_run
+from lanenb.notebook.fallback import StaticFallback
 
 __all__ = ["JobView"]
 
@@ -49,7 +49,7 @@ class JobView(StaticFallback, widgets.VBox):
     def __init__(self, job: Job, *, refresh: float = 0.5, chart_interval: float = 2.0, log_lines: int = 200,
                  start: bool = True, **kwargs: Any) -> None:
         if not isinstance(job, Job):
-            from lanenb.jobs.spec import SpecError
+            from lanenb.contract.spec import SpecError
 
             raise SpecError("job", job, "must be a lanenb Job (from submit, get_job or %lanetrain)")
         if not refresh >= 0.1:

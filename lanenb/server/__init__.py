@@ -19,7 +19,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
     """Called by Jupyter server once at start: register the handlers."""
-    from .handlers import setup_handlers
+    from lanenb.server.handlers import setup_handlers
 
     routes = setup_handlers(server_app.web_app)
     server_app.log.info("lanenb server extension: %d routes under %s", len(routes),

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from lanenb.errors import UserError
-from lanenb.jobs import Job, RunState, get_job, list_jobs
-from lanenb.jobs.event_text import event_text
+from lanenb.analysis.runstate import RunState, tail_state
+from lanenb.jobs import Job, get_job, list_jobs
+from lanenb.analysis.event_text import event_text
 from lanenb.jobs.updates import Update
 
 __all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
@@ -27,7 +28,7 @@ __all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", 
 
 MAX_LINES = 2000          # the most log lines one updates request returns
 SPARK_POINTS = 30         # utilisation samples per job in the jobs list
-_TAIL_LINES = 400         # log lines read per job for the jobs list (``Job.tail_state``)
+_TAIL_LINES = 400         # log lines read per job for the jobs list (``tail_state``)
 
 
 class ConfirmationError(UserError, ValueError):
@@ -49,7 +50,7 @@ def _utilisation(state: RunState) -> dict[str, Any]:
 
 
 def _summary(job: Job) -> dict[str, Any]:
-    state = job.tail_state(_TAIL_LINES)
+    state = tail_state(job, _TAIL_LINES)
     return {
         "name": job.name, "backend": job.backend_name, "created": job.created,
         "state": state.state, "reason": state.reason, "progress": state.progress,
@@ -199,7 +200,7 @@ def _store(backend: str, namespace: str | None) -> Any:
 def list_snapshots(volume: str | None = None, job: str | None = None, backend: str = "local",
                    namespace: str | None = None) -> list[dict[str, Any]]:
     """Snapshots newest first, each with the job that made it (registry link or label)."""
-    from lanenb.snapshots.commands import job_of, registry_links
+    from lanenb.commands.snapshots import job_of, registry_links
 
     links = registry_links()
     out = []

@@ -24,7 +24,7 @@ from tornado.ioloop import IOLoop
 from lanenb.errors import UserError
 from lanenb.jobs import JobNotFoundError
 
-from . import api
+import lanenb.server.api as api
 
 __all__ = ["setup_handlers", "NAMESPACE"]
 

@@ -11,7 +11,8 @@ Example::
     s = snaps.create("data/tusimple", {"dataset": "tusimple", "job": "lane-1"})
     snaps.diff(s.id, snaps.create("data/tusimple").id)
     snaps.restore(s.id, "data/tusimple-v1")        # a new directory; never overwrites
-    job = snaps.retrain(s.id, "data/tusimple-v1b", epochs=3)   # restore + train with lane-1's settings
+    job = lanenb.retrain(s.id, "data/tusimple-v1b", epochs=3)  # restore + train with lane-1's settings
+                                                              # (lanenb.workflows: uses stores and jobs)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Mapping
 
 from lanenb.plugins import Registry
 
-from .base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotFailedError,
+from lanenb.snapshots.base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotFailedError,
                    SnapshotInputError, SnapshotNotFoundError, SnapshotNotSupportedError, SnapshotStore,
                    TargetExistsError, Verification)
 
@@ -30,7 +31,7 @@ __all__ = [
     "SnapshotError", "SnapshotInputError", "SnapshotNotFoundError", "SnapshotNotSupportedError",
     "SnapshotFailedError", "TargetExistsError", "StoreError",
     "register_store", "available_stores", "get_store",
-    "create", "list", "get", "diff", "restore", "delete", "verify", "files", "retrain",
+    "create", "list", "get", "diff", "restore", "delete", "verify", "files",
 ]
 
 
@@ -130,13 +131,3 @@ def verify(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> V
 def files(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> builtins.list[FileEntry]:
     """The files inside a snapshot (local store)."""
     return get_store(backend, **opts).files(id)
-
-
-def retrain(snapshot_id: str, new_volume: str, *, backend: str | SnapshotStore = "local", registry: Any = None,
-            store_opts: dict[str, Any] | None = None, **overrides: Any) -> Any:
-    """Retrain from a snapshot in one call: restore it into the NEW ``new_volume`` and submit a job
-    with the settings of the run that made it (``overrides``: ``TrainSpec`` fields to change).
-    Returns the ``Job``. See ``lanenb.snapshots.reproduce.retrain`` for the details and errors."""
-    from .reproduce import retrain as _retrain
-
-    return _retrain(snapshot_id, new_volume, backend=backend, registry=registry, store_opts=store_opts, **overrides)

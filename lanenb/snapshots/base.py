@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from lanenb_trainer.errors import LanenbError, UserError
 from lanenb_trainer.k8s_snapshot import LABEL_VALUE
-from ..jobs.kube_rules import LABEL_MAX, name_problem
+from lanenb.kube.rules import LABEL_MAX, name_problem
 
 __all__ = [
     "Snapshot", "FileChange", "SnapshotDiff", "FileEntry", "Verification", "SnapshotStore",

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from lanenb_trainer.k8s_snapshot import LABEL_PREFIX, slug
 
-from .base import (Snapshot, SnapshotError, SnapshotFailedError, SnapshotInputError, SnapshotNotFoundError,
+from lanenb.snapshots.base import (Snapshot, SnapshotError, SnapshotFailedError, SnapshotInputError, SnapshotNotFoundError,
                    SnapshotStore, TargetExistsError, Verification, check_labels, check_name, parse_time)
 
 __all__ = ["CsiStore", "GROUP", "VERSION", "LABEL_PREFIX", "DEFAULT_CLASS_ANNOTATION"]
@@ -54,7 +54,7 @@ class CsiStore(SnapshotStore):
             pod's service account inside a cluster).
         snapshot_class: a VolumeSnapshotClass name (default: the driver's default class).
         timeout: seconds to wait for ``readyToUse``.
-        clients: ready-made ``lanenb.jobs.backends.kubernetes.client.Clients`` (tests, reuse).
+        clients: ready-made ``lanenb.kube.client.Clients`` (tests, reuse).
     """
 
     name = "kubernetes"
@@ -62,7 +62,7 @@ class CsiStore(SnapshotStore):
     def __init__(self, namespace: str = "default", *, kubeconfig: Any = None, context: str | None = None,
                  snapshot_class: str | None = None, timeout: float = 300.0, poll: float = 0.2,
                  clients: Any = None) -> None:
-        from lanenb.jobs.backends.kubernetes.names import check_label
+        from lanenb.kube.names import check_label
 
         self.namespace = check_label("namespace", namespace)
         self.kubeconfig, self.context = kubeconfig, context
@@ -74,7 +74,7 @@ class CsiStore(SnapshotStore):
     @property
     def clients(self) -> Any:
         if self._clients is None:
-            from lanenb.jobs.backends.kubernetes.client import load_clients
+            from lanenb.kube.client import load_clients
 
             self._clients = load_clients(self.context, self.kubeconfig)
         return self._clients
@@ -154,7 +154,7 @@ class CsiStore(SnapshotStore):
                progress: bool = False) -> Snapshot:
         from kubernetes.client.exceptions import ApiException
 
-        from lanenb.jobs.backends.kubernetes.manifests import build_volume_snapshot
+        from lanenb.kube.objects import build_volume_snapshot
 
         tags = check_labels(labels)
         if not isinstance(volume, str) or not volume:
@@ -217,7 +217,7 @@ class CsiStore(SnapshotStore):
     def restore(self, id: str, new_volume: str, *, progress: bool = False) -> str:
         from kubernetes.client.exceptions import ApiException
 
-        from lanenb.jobs.backends.kubernetes.manifests import build_restored_pvc
+        from lanenb.kube.objects import build_restored_pvc
 
         if not isinstance(new_volume, str) or not new_volume:
             raise SnapshotInputError(f"restore target must be a new PVC name, got {new_volume!r}")

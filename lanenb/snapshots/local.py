@@ -35,7 +35,7 @@ from typing import Any, Iterator, Mapping
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.k8s_snapshot import slug
 
-from .base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotInputError,
+from lanenb.snapshots.base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotInputError,
                    SnapshotNotFoundError, SnapshotStore, TargetExistsError, Verification, check_labels,
                    check_name, parse_time)
 
@@ -48,7 +48,7 @@ _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 
 
 def _home() -> Path:
-    from lanenb.jobs.registry import lanenb_home
+    from lanenb.home import lanenb_home
 
     return lanenb_home()
 

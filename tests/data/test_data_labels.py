@@ -8,8 +8,8 @@ import os
 import pytest
 
 from data_support import REAL_LABELS, frame, make_root, write_jpeg
-from lanenb_trainer.data.labels import (LabelError, LaneRecord, Problem, check_dataset,
-                                        read_label_file)
+from lanenb_trainer.data.check import check_dataset
+from lanenb_trainer.data.labels import LabelError, LaneRecord, Problem, read_label_file
 
 
 def test_reads_every_line_of_the_real_label_file():

@@ -11,19 +11,19 @@ import pytest
 from fetch_support import LoopbackServer
 from k8s_fetch_support import FakeJobController
 from kube_emulator import JOBS, PVCS
-from lanenb_trainer.data.labels import check_dataset
+from lanenb_trainer.data.check import check_dataset
 from polling import wait_for
 
 import lanenb
-from lanenb.datasets.fetch_spec import FetchSpec
-from lanenb.datasets.k8s_fetch import (
+from lanenb.backends.fetch.spec import FetchSpec
+from lanenb.backends.fetch.objects import (
     FETCH_ENTRYPOINT,
     FetchJobError,
     build_fetch_job,
     build_fetch_pvc,
     dataset_pvcs,
-    submit_fetch_job,
 )
+from lanenb.datasets.cluster import submit_fetch_job
 from lanenb.errors import UserError
 from lanenb.jobs import JobRegistry, JobState, available_backends, get_job, list_jobs
 
@@ -93,7 +93,7 @@ def test_the_fetch_is_a_lanenb_job_status_logs_wait_and_the_pvc_in_the_picker(jo
     assert dataset_pvcs("default", kubeconfig=str(kubeconfig)) == [{
         "name": PVC, "dataset": "tusimple", "storage_class": "azurenetappfiles", "size": "100Gi",
         "access_modes": ["ReadWriteMany"], "phase": None}]
-    from lanenb.jobs.backends.kubernetes import KubernetesBackend
+    from lanenb.backends.kubernetes.backend import KubernetesBackend
 
     assert PVC in KubernetesBackend(kubeconfig=kubeconfig).datasets()  # what the TrainPanel picker offers
     assert "kubernetes-fetch" not in available_backends()  # never offered as a training backend

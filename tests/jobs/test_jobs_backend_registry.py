@@ -9,7 +9,7 @@ import pytest
 
 from lanenb.jobs import (Backend, BackendError, JobState, JobStatus, LogLine, TrainSpec, available_backends,
                          get_backend, get_job, register_backend, submit)
-from lanenb.jobs.backends import _REGISTRY
+from lanenb.contract.backends import _REGISTRY
 
 
 def test_unknown_backend_lists_the_known_ones():

@@ -14,7 +14,7 @@ import pytest
 
 from lanenb.cli import main
 from lanenb.jobs import Job, JobRegistry, JobState, TrainSpec, get_job
-from lanenb.jobs.backends.local import LocalBackend
+from lanenb.backends.local.backend import LocalBackend
 
 
 def _fresh_python(code: str) -> None:
@@ -137,7 +137,7 @@ def test_describe_redacts_rows_written_before_redaction(tmp_path):
 
 @pytest.mark.parametrize("existing", [True, False])
 def test_make_private_dir_keeps_existing_modes(tmp_path, existing):
-    from lanenb.jobs.registry import make_private_dir
+    from lanenb.home import make_private_dir
 
     target = tmp_path / "x"
     if existing:

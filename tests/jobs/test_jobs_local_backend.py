@@ -170,7 +170,7 @@ def test_list_jobs_and_duplicate_names(tiny_job, tmp_path):
 
 def test_a_submit_that_failed_to_start_frees_its_name(tmp_path, monkeypatch):
     from lanenb.jobs import JobRegistry
-    from lanenb.jobs.backends import local
+    from lanenb.backends.local import backend as local
 
     def broken_popen(*args, **kwargs):
         raise OSError("no more processes")
@@ -188,7 +188,7 @@ def test_a_submit_that_failed_to_start_frees_its_name(tmp_path, monkeypatch):
 
 
 def test_a_job_from_another_host_is_unknown_and_not_signalled(tmp_path):
-    from lanenb.jobs.backends.local import LocalBackend
+    from lanenb.backends.local.backend import LocalBackend
 
     spec = TrainSpec(dataset=str(tmp_path))
     handle = {"pid": os.getpid(), "pgid": os.getpgid(0), "create_time": None, "host": "elsewhere-42",

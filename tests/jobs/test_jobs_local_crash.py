@@ -125,7 +125,7 @@ def test_job_log_is_capped_but_keeps_events(tiny_job):
 @pytest.mark.parametrize("bad", [{"max_log_bytes": 0}, {"max_log_bytes": 1.5}, {"grace": -1},
                                  {"grace": float("nan")}])
 def test_bad_backend_options_are_named(bad):
-    from lanenb.jobs.backends.local import LocalBackend
+    from lanenb.backends.local.backend import LocalBackend
 
     key, value = next(iter(bad.items()))
     with pytest.raises(ValueError, match=rf"{key}={value!r}"):

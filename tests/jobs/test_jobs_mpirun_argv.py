@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from lanenb.jobs import TrainSpec
-from lanenb.jobs.backends.kubernetes.manifests import TRAINER_ENTRYPOINT, mpirun_argv
-from lanenb.jobs.backends.local import LocalBackend
+from lanenb.backends.kubernetes.manifests import TRAINER_ENTRYPOINT, mpirun_argv
+from lanenb.backends.local.backend import LocalBackend
 from lanenb.launch import rankguard
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lanenb.jobs.redact import (
+from lanenb.contract.redact import (
     REDACTED,
     is_secret_name,
     redact_env,

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from lanenb.jobs import KubernetesOptions, SpecError, TrainSpec, VolumeMount
-from lanenb.jobs.spec import generate_job_name
+from lanenb.contract.spec import generate_job_name
 
 BAD_FIELDS = [
     ("dataset", "", "dataset='': must be a non-empty path"),

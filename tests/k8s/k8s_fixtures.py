@@ -50,6 +50,6 @@ def kubeconfig(cluster, tmp_path) -> Path:
 
 @pytest.fixture
 def backend(kubeconfig):
-    from lanenb.jobs.backends.kubernetes import KubernetesBackend, RetryPolicy
+    from lanenb.backends.kubernetes.backend import KubernetesBackend, RetryPolicy
 
     return KubernetesBackend(kubeconfig=kubeconfig, retry=RetryPolicy(attempts=4, base_delay=0.02, max_delay=0.1))

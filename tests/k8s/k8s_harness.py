@@ -52,8 +52,8 @@ def add_pvc(thread: EmulatorThread, name: str = "data", namespace: str = "defaul
 def warm_up(backend) -> None:
     """The kubernetes client builds its pydantic validators on the first call of each API class
     (~1-3 s for CoreV1Api on a busy machine); timing-sensitive tests do that before submitting."""
-    from lanenb.jobs.backends.kubernetes.logs import pod_dicts
-    from lanenb.jobs.spec import TrainSpec
+    from lanenb.backends.kubernetes.launcher_log import pod_dicts
+    from lanenb.contract.spec import TrainSpec
 
     pod_dicts(backend.clients(), "default", "warm-up")
     spec = TrainSpec(dataset="/d", backend="kubernetes", image="img:1", name="warm-up", namespace="default")

@@ -10,12 +10,12 @@ import pytest
 from k8s_harness import add_pvc, warm_up
 from kube_emulator import MPIJOBS, PODS, Fault
 
-from lanenb.jobs.backends.kubernetes import (
+from lanenb.backends.kubernetes.backend import (
     KubernetesAPIError, KubernetesBackend, KubernetesConfigError, KubernetesUnreachableError, OperatorNotInstalledError,
     RetryPolicy,
 )
-from lanenb.jobs.spec import TrainSpec
-from lanenb.jobs.status import JobState
+from lanenb.contract.spec import TrainSpec
+from lanenb.contract.status import JobState
 
 IMAGE = "registry.example.com/lanenb-trainer:0.1"
 
@@ -295,7 +295,7 @@ def test_describe_lists_pods_and_conditions(cluster, backend):
 
 def test_watch_drops_replayed_events(cluster, backend):
     """Stock kmock (and some proxies) replay every object as ADDED on each (re)watch."""
-    from lanenb.jobs.backends.kubernetes.watch import watch_mpijob
+    from lanenb.kube.watch import watch_mpijob
 
     thread, fake = cluster
     fake.rewrite_argv = tiny(lines=6, sleep=0.2)
@@ -316,7 +316,7 @@ def test_watch_drops_replayed_events(cluster, backend):
 
 
 def test_in_cluster_without_service_account_is_explained(monkeypatch):
-    from lanenb.jobs.backends.kubernetes.client import load_clients
+    from lanenb.kube.client import load_clients
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(KubernetesConfigError, match="in-cluster Kubernetes config is not usable"):

@@ -11,15 +11,15 @@ from kube_emulator import JOBS, MPIJOBS, PODS, Fault
 from polling import wait_for
 
 from lanenb.jobs import get_job, submit
-from lanenb.jobs.backends.kubernetes import (
+from lanenb.backends.kubernetes.backend import (
     KubernetesBackend,
     KubernetesUnreachableError,
     RetryPolicy,
 )
-from lanenb.jobs.backends.kubernetes.manifests import build_mpijob
-from lanenb.jobs.registry import JobRegistry
-from lanenb.jobs.spec import TrainSpec
-from lanenb.jobs.status import JobState
+from lanenb.backends.kubernetes.manifests import build_mpijob
+from lanenb.registry.jobs import JobRegistry
+from lanenb.contract.spec import TrainSpec
+from lanenb.contract.status import JobState
 
 IMAGE = "registry.example.com/lanenb-trainer:0.1"
 

@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 from k8s_harness import add_pvc, REPO, warm_up
 
-from lanenb.jobs.spec import TrainSpec
-from lanenb.jobs.status import JobState
+from lanenb.contract.spec import TrainSpec
+from lanenb.contract.status import JobState
 
 DEPLOY = REPO / "deploy"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 
 from lanenb.jobs import get_job, submit
-from lanenb.jobs.registry import JobRegistry
-from lanenb.jobs.spec import TrainSpec
-from lanenb.jobs.status import JobState
+from lanenb.registry.jobs import JobRegistry
+from lanenb.contract.spec import TrainSpec
+from lanenb.contract.status import JobState
 
 
 def test_submit_reattach_wait_and_events(cluster, kubeconfig, tmp_path, monkeypatch):

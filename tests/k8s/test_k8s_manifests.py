@@ -11,11 +11,10 @@ import pytest
 import yaml
 from k8s_harness import REPO, shared_dir
 
-from lanenb.jobs.backends.kubernetes import InvalidNameError, ManifestError, build_mpijob, render
-from lanenb.jobs.backends.kubernetes.manifests import (
-    LAUNCHER_WRAPPER, TRAINER_ENTRYPOINT, build_restored_pvc, build_volume_snapshot, mpirun_argv,
-)
-from lanenb.jobs.spec import SpecError, TrainSpec
+from lanenb.backends.kubernetes.backend import InvalidNameError, ManifestError, build_mpijob, render
+from lanenb.backends.kubernetes.manifests import LAUNCHER_WRAPPER, TRAINER_ENTRYPOINT, mpirun_argv
+from lanenb.kube.objects import build_restored_pvc, build_volume_snapshot
+from lanenb.contract.spec import SpecError, TrainSpec
 
 IMAGE = "registry.example.com/lanenb-trainer:0.1"
 

@@ -7,10 +7,10 @@ import jsonschema
 import pytest
 import yaml
 
-from lanenb.jobs.arguments import add_job_arguments, spec_from_args
-from lanenb.jobs.backends.kubernetes import InvalidNameError, ManifestError, build_mpijob, render
-from lanenb.jobs.spec import SpecError, TrainSpec
-from lanenb.jobs.validate import validate
+from lanenb.commands.arguments import add_job_arguments, spec_from_args
+from lanenb.backends.kubernetes.backend import InvalidNameError, ManifestError, build_mpijob, render
+from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb.contract.validate import validate
 
 IMAGE = "registry.example.com/lanenb-trainer:0.1"
 

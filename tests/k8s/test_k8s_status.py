@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from lanenb.jobs.backends.kubernetes.status import mpijob_status, parse_time, pod_problem
-from lanenb.jobs.status import JobState
+from lanenb.backends.kubernetes.status import mpijob_status
+from lanenb.kube.pods import parse_time, pod_problem
+from lanenb.contract.status import JobState
 
 
 def job(*conds: tuple[str, str], **status) -> dict:

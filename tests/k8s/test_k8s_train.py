@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
-from lanenb.jobs.spec import TrainSpec
-from lanenb.jobs.status import JobState
+from lanenb.contract.spec import TrainSpec
+from lanenb.contract.status import JobState
 from lanenb_trainer.events import parse_line
 
 pytestmark = pytest.mark.slow

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from lanenb.jobs import get_job, submit
-from lanenb.jobs.registry import JobRegistry
-from lanenb.jobs.spec import TrainSpec
-from lanenb.jobs.status import JobState
+from lanenb.registry.jobs import JobRegistry
+from lanenb.contract.spec import TrainSpec
+from lanenb.contract.status import JobState
 
 REPO = Path(__file__).resolve().parents[2]
 SA_USER = "system:serviceaccount:default:lanenb-trainer"
@@ -137,6 +137,7 @@ def test_retrain_from_a_cluster_snapshot_mounts_the_restored_pvc_in_place_of_the
     from kube_emulator import MPIJOBS, PVCS
     from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
 
+    import lanenb
     import lanenb.snapshots as snaps
 
     thread, fake, controller = snapshot_cluster
@@ -150,7 +151,7 @@ def test_retrain_from_a_cluster_snapshot_mounts_the_restored_pvc_in_place_of_the
                              pvc_name="tusimple-data", k8s={"service_account": "lanenb-trainer"}), registry=registry)
     assert first.wait(timeout=60, poll=0.1).state == JobState.SUCCEEDED
     made = create_pvc_snapshot("tusimple-data", "lane-k1", labels={"role": "volume"}, poll=0.05)
-    again = snaps.retrain(made.name, "tusimple-v1", backend="kubernetes", registry=registry,
+    again = lanenb.retrain(made.name, "tusimple-v1", backend="kubernetes", registry=registry,
                           store_opts={"kubeconfig": str(kubeconfig)}, name="lane-k2")
     assert [(v.name, v.mount_path) for v in again.spec.volumes] == [("tusimple-v1", "/mnt/data")]
     assert (again.spec.pvc_name, again.spec.dataset, again.spec.epochs) == ("tusimple-v1", "/mnt/data/tusimple", 2)

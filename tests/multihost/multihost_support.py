@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from cluster_support import SimCluster, cleanup_leftovers, prepare_machine, unavailable
 
-from lanenb.jobs.backends.kubernetes.manifests import build_mpijob
-from lanenb.jobs.spec import TrainSpec
+from lanenb.backends.kubernetes.manifests import build_mpijob
+from lanenb.contract.spec import TrainSpec
 from lanenb.launch.mpirun import OutputLine, launch_env, run_local
 
 JOB = "mh"

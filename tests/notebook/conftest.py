@@ -44,8 +44,8 @@ def scripted(tmp_path: Path):
     """``scripted(steps)`` registers backend ``scripted`` replaying ``steps`` and returns a spec dict."""
     if shutil.which("mpirun") is None:
         pytest.skip("mpirun (Open MPI) is not installed")
-    from lanenb.jobs.backends import _REGISTRY, register_backend
-    from lanenb.jobs.backends.local import LocalBackend
+    from lanenb.contract.backends import _REGISTRY, register_backend
+    from lanenb.backends.local.backend import LocalBackend
 
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)

@@ -15,7 +15,7 @@ def loaded_after(code: str) -> set[str]:
 
 
 def test_job_layer_and_cli_import_no_jupyter():
-    mods = loaded_after("import lanenb, lanenb.jobs, lanenb.jobs.arguments, lanenb.cli, lanenb.jobs.runstate; "
+    mods = loaded_after("import lanenb, lanenb.jobs, lanenb.commands.arguments, lanenb.cli, lanenb.analysis.runstate; "
                         "from lanenb.jobs import TrainSpec, validate; TrainSpec(dataset='/d')")
     assert not mods & {"IPython", "ipywidgets", "matplotlib", "tornado", "ipykernel", "kubernetes"}, mods
 

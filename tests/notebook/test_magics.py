@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from lanenb.jobs import JobState, get_job, list_jobs
-from lanenb.jobs.arguments import JOB_FLAGS, add_job_arguments
+from lanenb.commands.arguments import JOB_FLAGS, add_job_arguments
 from notebook_support import training_script
 
 

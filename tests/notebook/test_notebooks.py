@@ -74,7 +74,7 @@ def test_kubernetes_notebook_runs_through_the_mpijob(cluster, kubeconfig, tmp_pa
     thread, fake = cluster
     volume = tmp_path / "pvc"
     synthesize(volume / "tusimple", frames=8, width=320, height=180, progress=False)
-    from lanenb.jobs.backends.kubernetes import KubernetesBackend
+    from lanenb.backends.kubernetes.backend import KubernetesBackend
 
     api = KubernetesBackend(kubeconfig=kubeconfig).clients().api
     k8s_client.CoreV1Api(api).create_namespaced_persistent_volume_claim("default", {

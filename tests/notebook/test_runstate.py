@@ -6,9 +6,9 @@ import tracemalloc
 
 import pytest
 
-from lanenb.jobs.backends.base import LogLine
-from lanenb.jobs.runstate import RunState
-from lanenb.jobs.series import BucketSeries
+from lanenb.contract.backend import LogLine
+from lanenb.analysis.runstate import RunState
+from lanenb.analysis.series import BucketSeries
 from lanenb_trainer.events import parse_line, format_event
 
 

@@ -1,4 +1,4 @@
-"""%lanescale / lanenb.scaling and %lanecompare / lanenb.runs: every figure comes from the runs'
+"""%lanescale / lanenb.analysis.scaling and %lanecompare / lanenb.analysis.compare: every figure comes from the runs'
 events. The scripted ranks report chosen step times, throughput and utilisation per world size;
 editing those events changes the report exactly."""
 
@@ -36,7 +36,7 @@ def scaling_script(ips: dict[int, float], step_time: dict[int, float], util: dic
 
 
 def test_measure_reports_the_figures_the_events_carry(scripted, lanenb_home):
-    from lanenb.scaling import load, measure
+    from lanenb.analysis.scaling import load, measure
 
     spec = scripted(scaling_script({1: 100.0, 2: 180.0, 4: 300.0}, {1: 0.04, 2: 0.0444, 4: 0.0533},
                                    {1: 95.0, 2: 90.0, 4: 70.0}), "scale")
@@ -64,7 +64,7 @@ def test_measure_reports_the_figures_the_events_carry(scripted, lanenb_home):
 
 
 def test_edited_events_give_edited_figures(scripted):
-    from lanenb.scaling import from_jobs, measure
+    from lanenb.analysis.scaling import from_jobs, measure
 
     spec = scripted(scaling_script({1: 50.0, 2: 100.0}, {1: 0.1, 2: 0.1}, {1: 99.0, 2: 99.0}), "ideal")
     report = measure(TrainSpec(**spec), [1, 2], steps=6, warmup=3, name="ideal", progress=False)
@@ -89,8 +89,8 @@ def test_edited_events_give_edited_figures(scripted):
     (dict(mode="strong", processes=[1, 3]), "batch_size=8: strong scaling splits the global batch over [1, 3]"),
 ])
 def test_measure_bad_input(tmp_path, kwargs, message):
-    from lanenb.jobs.spec import SpecError
-    from lanenb.scaling import measure
+    from lanenb.contract.spec import SpecError
+    from lanenb.analysis.scaling import measure
 
     with pytest.raises(SpecError) as info:
         measure(TrainSpec(dataset=str(tmp_path)), **{"processes": [1, 2], **kwargs}, progress=False)
@@ -98,7 +98,7 @@ def test_measure_bad_input(tmp_path, kwargs, message):
 
 
 def test_a_run_without_steps_after_warmup_is_named(scripted):
-    from lanenb.scaling import ScalingError, measure
+    from lanenb.analysis.scaling import ScalingError, measure
 
     spec = scripted(scaling_script({1: 10.0}, {1: 0.1}, {1: 50.0}, steps=3), "short")
     with pytest.raises(ScalingError, match="run 'short-n1' \\(1 ranks\\) reported no step after the 5 warm-up"):
@@ -122,7 +122,7 @@ def test_lanescale_magic_and_its_bad_input(ip, scripted, capsys):
 
 
 def test_compare_tables_differences_metrics_and_curves(ip, scripted):
-    from lanenb.runs import CompareError, compare
+    from lanenb.analysis.compare import CompareError, compare
 
     a = submit(TrainSpec(**{**scripted(training_script(steps=4, sleep=0.0), "a"), "name": "run-a", "batch_size": 4}))
     a.wait(60)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lanenb.analysis.runstate import tail_state
 from lanenb.jobs import JobState, SpecError, TrainSpec, get_job, submit
 from notebook_support import training_script
 
@@ -65,7 +66,7 @@ def test_tail_state_reads_only_the_end_of_a_long_log(scripted):
     # one rank: one ordered stream (two ranks' lines interleave in any order in job.log)
     job = submit(TrainSpec(**{**scripted(training_script(steps=40, sleep=0.0, world=1), "long"), "processes": 1}))
     job.wait(60)
-    state = job.tail_state(lines=10)
+    state = tail_state(job, lines=10)
     assert state.lines_seen == 10 and state.state == "succeeded"
     assert state.test == {"accuracy": 0.91, "fp": 0.05, "fn": 0.04, "frames": 12, "model": "last"}
 
@@ -80,7 +81,7 @@ def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
             "    time.sleep(0.1)\n")
     fake.rewrite_argv = lambda argv: [sys.executable, "-c", code]
     warm_up(backend)
-    from lanenb.jobs.backends import _REGISTRY
+    from lanenb.contract.backends import _REGISTRY
 
     _REGISTRY["kubernetes"] = lambda **kw: backend  # this cluster, for Job objects too
     try:
@@ -104,12 +105,12 @@ def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
         with pytest.raises(SpecError, match="is not a cursor of a Kubernetes job's log"):
             job.poll("running:|garbage")
     finally:
-        _REGISTRY["kubernetes"] = "lanenb.jobs.backends.kubernetes:KubernetesBackend"
+        _REGISTRY["kubernetes"] = "lanenb.backends.kubernetes.backend:KubernetesBackend"
 
 
 def test_local_poll_reads_a_long_log_in_bounded_slices(scripted, monkeypatch):
     """A poll reads at most READ_LIMIT bytes of job.log; the cursor carries on where it stopped."""
-    from lanenb.jobs.backends import local
+    from lanenb.backends.local import backend as local
 
     job = submit(TrainSpec(**scripted(training_script(steps=30, sleep=0.0), "slices")))
     job.wait(60)

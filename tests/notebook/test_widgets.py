@@ -81,7 +81,7 @@ def test_closing_the_view_stops_its_thread_and_a_second_view_continues(scripted)
 
 
 def test_view_rejects_what_is_not_a_job():
-    from lanenb.jobs.spec import SpecError
+    from lanenb.contract.spec import SpecError
     from lanenb.notebook import JobView
 
     with pytest.raises(SpecError, match="job='lane-x': must be a lanenb Job"):
@@ -142,7 +142,7 @@ def test_panel_kubernetes_choices_come_from_the_cluster(cluster, kubeconfig, mon
 
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     thread, _fake = cluster
-    from lanenb.jobs.backends import get_backend
+    from lanenb.contract.backends import get_backend
 
     api = get_backend("kubernetes").clients().api
     k8s_client.CoreV1Api(api).create_namespaced_persistent_volume_claim("default", {

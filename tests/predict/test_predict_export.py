@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from lanenb.cli import main
-from lanenb.prediction import PredictError, Predictor, predict
+from lanenb.inference.predict import PredictError, Predictor, predict
 
 
 def lines(path: Path) -> list[dict]:
@@ -115,7 +115,7 @@ def test_predict_bad_input_is_named(trained, tmp_path, capsys, case, message):
 
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
 def test_export_gives_the_eager_logits_with_a_dynamic_batch(trained, tmp_path, fmt):
-    from lanenb.export import export
+    from lanenb.inference.export import export
 
     _, run = trained
     result = export(run, fmt, tmp_path / f"model.{fmt}")

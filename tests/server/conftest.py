@@ -40,6 +40,6 @@ def mpirun() -> None:
 @pytest.fixture
 def scripted_cleanup():
     yield
-    from lanenb.jobs.backends import _REGISTRY
+    from lanenb.contract.backends import _REGISTRY
 
     _REGISTRY.pop("scripted", None)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+import lanenb
 import lanenb.snapshots as snaps
 from lanenb.jobs import JobState, TrainSpec, get_job, list_jobs, submit
-from lanenb.jobs.spec import SpecError
+from lanenb.contract.spec import SpecError
 from lanenb.snapshots import SnapshotInputError, TargetExistsError
 
 pytestmark = [pytest.mark.usefixtures("restic_installed"), pytest.mark.slow]
@@ -46,7 +47,7 @@ def test_retrain_restores_the_dataset_version_and_trains_with_the_run_records_se
     by_role = {s.labels["role"]: s for s in job.snapshots()}
     first_label = next(data.rglob("*.json"))
     first_label.write_text("[]")  # the live dataset moves on after the run
-    again = snaps.retrain(by_role["run"].id, str(tmp_path / "tusimple-v1"), name="lane-again", max_steps=1)
+    again = lanenb.retrain(by_role["run"].id, str(tmp_path / "tusimple-v1"), name="lane-again", max_steps=1)
     restored = tmp_path / "tusimple-v1"
     assert again.spec.dataset == str(restored) and _digest(restored) == digest  # the run's dataset version
     old = job.spec
@@ -64,11 +65,11 @@ def test_retrain_refuses_an_existing_target_and_bad_overrides_before_restoring(t
     dataset_snap = next(s for s in job.snapshots() if s.labels["role"] == "dataset")
     jobs_before = len(list_jobs())
     with pytest.raises(TargetExistsError, match="already exists"):
-        snaps.retrain(dataset_snap.id, str(data))
+        lanenb.retrain(dataset_snap.id, str(data))
     with pytest.raises(SpecError, match="epochs"):
-        snaps.retrain(dataset_snap.id, str(tmp_path / "v2"), epochs=0)
+        lanenb.retrain(dataset_snap.id, str(tmp_path / "v2"), epochs=0)
     with pytest.raises(SnapshotInputError, match="'colour'"):
-        snaps.retrain(dataset_snap.id, str(tmp_path / "v2"), colour="blue")
+        lanenb.retrain(dataset_snap.id, str(tmp_path / "v2"), colour="blue")
     assert not (tmp_path / "v2").exists() and len(list_jobs()) == jobs_before
 
 

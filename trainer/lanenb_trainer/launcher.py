@@ -1,7 +1,7 @@
 """The MPIJob launcher's wrapper around ``mpirun``: wait for the workers, then name a lost host.
 
 ``python -m lanenb_trainer.launcher [--wait-timeout S] -- mpirun ...`` is the launcher
-container's command (``lanenb.jobs.backends.kubernetes.manifests``). Two things mpirun alone
+container's command (``lanenb.backends.kubernetes.manifests``). Two things mpirun alone
 does not do on a cluster:
 
 1. **Workers not ready yet.** The MPI Operator starts the launcher once the worker pods run,

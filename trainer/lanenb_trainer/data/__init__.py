@@ -1,7 +1,8 @@
 """TuSimple data for the ranks: labels + validation, splits, masks, augmentation, dataset,
 loader, synthetic scenes and previews. Imports only numpy, OpenCV, torch and tqdm."""
 
-from .labels import LabelError, LaneRecord, Problem, check_dataset, read_label_file
+from .check import check_dataset
+from .labels import LabelError, LaneRecord, Problem, read_label_file
 from .loader import ResumableDistributedSampler, build_loader
 from .masks import NUM_SLOTS, assign_slots
 from .splits import find_label_files, load_split

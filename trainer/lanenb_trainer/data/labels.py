@@ -32,7 +32,6 @@ __all__ = [
     "LabelError",
     "NO_POINT",
     "read_label_file",
-    "check_dataset",
     "check_image",
     "load_image",
 ]
@@ -210,7 +209,7 @@ def _file_level_problem(path: Path, text: str) -> Problem | None:
     return None
 
 
-def _iter_file(path: Path, image_root: Path | None, check_images: bool,
+def iter_file_records(path: Path, image_root: Path | None, check_images: bool,
                seen: dict[str, str]) -> Iterable[tuple[LaneRecord | None, list[Problem]]]:
     src = str(path)
     try:
@@ -277,7 +276,7 @@ def read_label_file(
     seen = {} if _seen is None else _seen
     records: list[LaneRecord] = []
     found: list[Problem] = []
-    for rec, probs in _iter_file(path, root, check_images, seen):
+    for rec, probs in iter_file_records(path, root, check_images, seen):
         if probs:
             if not skip_invalid:
                 raise LabelError(probs[0])
@@ -291,33 +290,3 @@ def read_label_file(
         if problems is not None:
             problems.extend(found)
     return records
-
-
-def check_dataset(root: str | os.PathLike, *, progress: bool = False) -> list[Problem]:
-    """Every problem of a dataset root (labels and images), in file/line order. Read-only."""
-    from .splits import find_label_files  # local: splits imports this module
-
-    root = Path(root)
-    if not root.is_dir():
-        return [Problem(str(root), 0, "dataset root not found or not a directory")]
-    files = find_label_files(root)
-    all_files = [p for split in ("train", "val", "test") for p in files[split]]
-    if not all_files:
-        return [Problem(str(root), 0, "no label files found (expected label_data*.json, "
-                        "test_label.json or val_label.json)")]
-    seen: dict[str, str] = {}
-    problems: list[Problem] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(desc="checking frames", unit="frame")
-    for path in all_files:
-        for _, probs in _iter_file(path, root, True, seen):
-            problems.extend(probs)
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
-    return problems
-

@@ -70,7 +70,7 @@ def check_layout(root: str | os.PathLike, layout: str, *, progress: bool = False
         from ..data.culane import check_culane
 
         return check_culane(root, progress=progress)
-    from ..data.labels import check_dataset
+    from ..data.check import check_dataset
 
     return check_dataset(root, progress=progress)
 

@@ -1,0 +1,355 @@
+"""``RunState``: the one reducer every view of a run folds its updates into.
+
+trainer -> ``@lanenb`` events -> any launcher -> ``Job.poll`` -> ``RunState.apply`` -> the
+console, the notebook's live view, ``%lanejobs`` and (later) the sidebar. Views never parse
+events themselves, so a new event field is read in one place.
+
+Pure and bounded: ``apply`` only looks at the update it is given (times come from the
+events, never from a clock here), and every history is a ``BucketSeries`` or a bounded
+deque, so a week-long run and a million log lines keep O(1) memory.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from lanenb_trainer.events import Event
+
+from lanenb.analysis.event_text import event_text
+from lanenb.analysis.series import BucketSeries
+
+if TYPE_CHECKING:
+    from lanenb.jobs.job import Job
+    from lanenb.jobs.updates import Update
+    from lanenb.contract.backend import LogLine
+    from lanenb.contract.status import JobStatus
+
+__all__ = ["RunState", "LogEntry", "SYSTEM_FIELDS", "tail_state", "format_duration"]
+
+# per-rank system samples kept as series (GPU fields only appear on GPU ranks)
+SYSTEM_FIELDS = ("cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb")
+_RATE_WINDOW = 20  # step events used for the ETA's rate
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One kept log line: ``rank`` None for launcher/supervisor lines; ``error`` marks what the
+    view highlights (an ``error`` event, a Python traceback line, mpirun's abort notice)."""
+
+    rank: int | None
+    text: str
+    error: bool = False
+
+
+def _is_error_text(text: str) -> bool:
+    t = text.lstrip()
+    return (t.startswith(("Traceback (most recent call last)", "ERROR", "Error:", "RuntimeError"))
+            or "error:" in t[:80].lower() and not t.startswith("@lanenb"))
+
+
+@dataclass
+class RunState:
+    """Everything a view shows about one run, folded from its updates.
+
+    Args:
+        max_points: buckets per metric series (see ``BucketSeries``).
+        max_log_lines: log lines kept for the log pane (older ones are counted, not kept).
+    """
+
+    max_points: int = 1024
+    max_log_lines: int = 2000
+    # job
+    state: str = "pending"
+    reason: str | None = None
+    # from the start event of rank 0
+    world_size: int | None = None
+    engine: str | None = None
+    device: str | None = None
+    backbone: str | None = None
+    batch_size: int | None = None
+    epochs: int | None = None
+    total_steps: int | None = None
+    steps_per_epoch: int | None = None
+    train_frames: int | None = None
+    started_t: float | None = None
+    # progress
+    step: int = 0
+    epoch: int = 0
+    last_t: float | None = None
+    images_per_s: float | None = None
+    loss: float | None = None
+    lr: float | None = None
+    # results
+    val: dict[str, Any] = field(default_factory=dict)
+    test: dict[str, Any] | None = None
+    best: dict[str, Any] | None = None
+    end_status: str | None = None
+    duration_s: float | None = None
+    checkpoint: str | None = None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    # histories
+    series: dict[str, BucketSeries] = field(default_factory=dict)
+    epochs_hist: dict[str, BucketSeries] = field(default_factory=dict)
+    system: dict[int, dict[str, BucketSeries]] = field(default_factory=dict)
+    system_last: dict[int, dict[str, Any]] = field(default_factory=dict)
+    logs: collections.deque = field(default=None)  # type: ignore[assignment]
+    lines_seen: int = 0
+    events_seen: int = 0
+    _rate: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_RATE_WINDOW), repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_log_lines, int) or self.max_log_lines < 1:
+            raise ValueError(f"max_log_lines={self.max_log_lines!r}: must be an integer >= 1")
+        if self.logs is None:
+            self.logs = collections.deque(maxlen=self.max_log_lines)
+
+    # ------------------------------------------------------------------ folding
+    def _series(self, table: dict[str, BucketSeries], name: str) -> BucketSeries:
+        if name not in table:
+            table[name] = BucketSeries(self.max_points)
+        return table[name]
+
+    def apply(self, update: "Update") -> "RunState":
+        """Fold one ``Job.poll`` update (a status change or a log line with its event)."""
+        if update.status is not None:
+            self.fold_status(update.status)
+        if update.line is not None:
+            self.fold_line(update.line, update.event)
+        return self
+
+    def apply_all(self, updates: Iterable["Update"]) -> "RunState":
+        for update in updates:
+            self.apply(update)
+        return self
+
+    def fold_status(self, status: "JobStatus") -> None:
+        self.state = status.state.value
+        self.reason = status.reason
+
+    def fold_line(self, line: "LogLine", event: Event | None = None) -> None:
+        """A log line; its event (if any) is folded too, plain lines go to the log pane."""
+        self.lines_seen += 1
+        if event is not None:
+            self.fold(event)
+            text = event_text(event)  # the console's wording; system samples are charted instead
+            if text is not None:
+                rank = line.rank if line.rank is not None else event.rank
+                self.logs.append(LogEntry(rank, text.splitlines()[0] if event.kind == "error" else text,
+                                          event.kind == "error"))
+            return
+        self.logs.append(LogEntry(line.rank, line.text, _is_error_text(line.text)))
+
+    def fold(self, ev: Event) -> None:
+        """One ``@lanenb`` event (docs/EVENTS.md)."""
+        self.events_seen += 1
+        handler = getattr(self, f"_on_{ev.kind}", None)
+        if handler is not None:
+            handler(ev)
+
+    def _on_start(self, ev: Event) -> None:
+        if ev.rank != 0:
+            return
+        cfg = ev.get("config") or {}
+        self.world_size = ev.get("world_size")
+        self.engine = ev.get("engine")
+        self.device = ev.get("device")
+        self.backbone = cfg.get("backbone")
+        self.batch_size = cfg.get("batch_size")
+        self.epochs = cfg.get("epochs")
+        self.total_steps = ev.get("total_steps")
+        self.steps_per_epoch = ev.get("steps_per_epoch")
+        self.train_frames = ev.get("train_frames")
+        self.started_t = self.started_t or ev.t
+        resumed = ev.get("resumed_from") or {}
+        self.step = max(self.step, int(resumed.get("step") or 0))
+        if self.state == "pending":
+            self.state = "running"
+
+    def _on_step(self, ev: Event) -> None:
+        step = ev.get("step")
+        if not isinstance(step, int):
+            return
+        self.step = step
+        self.epoch = ev.get("epoch", self.epoch)
+        self.total_steps = ev.get("total_steps") or self.total_steps
+        self.last_t = ev.t
+        self.loss = ev.get("loss")
+        self.lr = ev.get("lr")
+        self.images_per_s = ev.get("images_per_s")
+        for name in ("loss", "lr", "images_per_s", "seg_loss", "exist_loss"):
+            if name in ev.data:
+                self._series(self.series, name).append(step, ev.get(name))
+        self._rate.append((ev.t, step))
+
+    def _on_epoch(self, ev: Event) -> None:
+        epoch = ev.get("epoch")
+        if not isinstance(epoch, int):
+            return
+        self.epoch = epoch
+        for name in ("train_loss", "val_accuracy", "val_fp", "val_fn", "val_loss"):
+            if ev.get(name) is not None:
+                self._series(self.epochs_hist, name).append(epoch, ev.get(name))
+        if ev.get("val_accuracy") is not None:
+            self.val = {"epoch": epoch, "accuracy": ev.get("val_accuracy"), "fp": ev.get("val_fp"),
+                        "fn": ev.get("val_fn")}
+
+    def _on_eval(self, ev: Event) -> None:
+        if ev.get("split") == "test":  # best.pt's comes after the last model's: it is the headline
+            self.test = {k: ev.get(k) for k in ("accuracy", "fp", "fn", "frames")}
+            self.test["model"] = ev.get("model") or "last"
+
+    def _on_checkpoint(self, ev: Event) -> None:
+        self.checkpoint = ev.get("path")
+
+    def _on_system(self, ev: Event) -> None:
+        table = self.system.setdefault(ev.rank, {})
+        last = self.system_last.setdefault(ev.rank, {})
+        for name in SYSTEM_FIELDS:
+            value = ev.get(name)
+            if value is not None:
+                self._series(table, name).append(ev.t, value)
+                last[name] = value
+        if ev.get("gpu_mem_total_mb") is not None:
+            last["gpu_mem_total_mb"] = ev.get("gpu_mem_total_mb")
+        last["t"] = ev.t
+
+    def _on_error(self, ev: Event) -> None:
+        if len(self.errors) < 20:  # the first errors are the causes; later ones are fallout
+            self.errors.append({"rank": ev.rank, "type": ev.get("type"), "message": ev.get("message"),
+                                "traceback": ev.get("traceback")})
+
+    def _on_end(self, ev: Event) -> None:
+        if ev.rank != 0:
+            return
+        self.end_status = ev.get("status")
+        self.duration_s = ev.get("duration_s")
+        self.best = ev.get("best")
+        if ev.get("test") and self.test is None:
+            self.test = dict(ev.get("test"))
+        if isinstance(ev.get("step"), int):
+            self.step = ev.get("step")
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def finished(self) -> bool:
+        return self.state in ("succeeded", "failed", "cancelled")
+
+    @property
+    def progress(self) -> float | None:
+        """Share of the steps done, 0..1 (None before the start event)."""
+        if not self.total_steps:
+            return None
+        if self.state == "succeeded":
+            return 1.0
+        return min(1.0, self.step / self.total_steps)
+
+    @property
+    def rate(self) -> float | None:
+        """Steps per second over the last step events (event times, not a local clock)."""
+        if len(self._rate) < 2:
+            return None
+        (t0, s0), (t1, s1) = self._rate[0], self._rate[-1]
+        if t1 <= t0 or s1 <= s0:
+            return None
+        return (s1 - s0) / (t1 - t0)
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the recent rate (None until two step events arrived, or when done)."""
+        if self.finished or not self.total_steps:
+            return None
+        rate = self.rate
+        if rate is None:
+            return None
+        return max(0.0, (self.total_steps - self.step) / rate)
+
+    @property
+    def global_batch(self) -> int | None:
+        if self.batch_size and self.world_size:
+            return self.batch_size * self.world_size
+        return None
+
+    def accuracy(self) -> float | None:
+        """The best number to show in a table: test accuracy, else the latest val accuracy."""
+        if self.test and self.test.get("accuracy") is not None:
+            return float(self.test["accuracy"])
+        if self.val.get("accuracy") is not None:
+            return float(self.val["accuracy"])
+        return None
+
+    def log_tail(self, n: int = 20, rank: int | None | str = "all", errors_only: bool = False) -> list[LogEntry]:
+        """The last ``n`` kept lines, optionally of one rank (``None`` = launcher lines)."""
+        out: list[LogEntry] = []
+        for entry in reversed(self.logs):
+            if rank != "all" and entry.rank != rank:
+                continue
+            if errors_only and not entry.error:
+                continue
+            out.append(entry)
+            if len(out) >= n:
+                break
+        return out[::-1]
+
+    def ranks(self) -> list[int]:
+        seen = {e.rank for e in self.logs if e.rank is not None} | set(self.system)
+        return sorted(seen)
+
+    def summary(self) -> str:
+        """One status line: state, progress, loss, throughput, ETA."""
+        parts = [self.state + (f" ({self.reason})" if self.reason and self.state != "running" else "")]
+        if self.total_steps:
+            parts.append(f"step {self.step}/{self.total_steps}")
+        if self.epochs is not None:
+            parts.append(f"epoch {min(self.epoch + 1, self.epochs)}/{self.epochs}")
+        if self.loss is not None:
+            parts.append(f"loss {self.loss:.4f}")
+        if self.images_per_s:
+            parts.append(f"{self.images_per_s:.1f} img/s")
+        acc = self.accuracy()
+        if acc is not None:
+            parts.append(f"{'test' if self.test else 'val'} acc {acc:.4f}")
+        eta = self.eta_s
+        if eta is not None:
+            parts.append(f"ETA {format_duration(eta)}")
+        return " | ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able view state (what the sidebar's charts read)."""
+        return {
+            "state": self.state, "reason": self.reason, "world_size": self.world_size, "engine": self.engine,
+            "device": self.device, "step": self.step, "epoch": self.epoch, "total_steps": self.total_steps,
+            "progress": self.progress, "eta_s": self.eta_s, "images_per_s": self.images_per_s,
+            "loss": self.loss, "lr": self.lr, "val": self.val, "test": self.test, "best": self.best,
+            "end_status": self.end_status, "errors": self.errors,
+            "series": {k: v.to_dict() for k, v in self.series.items()},
+            "epochs": {k: v.to_dict() for k, v in self.epochs_hist.items()},
+            "system": {str(r): {k: v.to_dict() for k, v in t.items()} for r, t in self.system.items()},
+            "lines_seen": self.lines_seen,
+        }
+
+
+def tail_state(job: "Job", lines: int = 400) -> RunState:
+    """A ``RunState`` folded from the job's status and the last ``lines`` log lines only: cheap
+    enough for a table of many jobs (``%lanejobs``, the sidebar), whatever each log's length."""
+    state = RunState(max_points=64, max_log_lines=50)
+    state.apply_all(job.poll(None, tail_lines=lines).updates)
+    metrics = job.metrics or {}
+    if state.test is None and isinstance(metrics.get("test"), dict):
+        state.test = dict(metrics["test"])
+    return state
+
+
+def format_duration(seconds: float) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m"

@@ -1,0 +1,328 @@
+"""``TrainSpec`` -> Kubeflow MPI Operator ``kubeflow.org/v2beta1`` MPIJob (a plain dict).
+
+One builder serves both ``submit`` and ``render`` so what ``kubectl apply`` users get is
+exactly what the backend sends. The launcher runs ``mpirun`` (an argv list, never a shell
+string) with ``python -m lanenb_trainer``; workers run sshd and get the GPUs.
+"""
+
+from __future__ import annotations
+
+from lanenb_trainer.errors import UserError
+
+import copy
+import math
+import posixpath
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from lanenb.kube.rules import parse_secret_ref, reserved_mount
+from lanenb.contract.redact import redact_env_list, redact_value
+from lanenb.kube.names import check_label, check_mpijob_name, check_subdomain
+from lanenb.kube.objects import MANAGED_BY
+from lanenb.kube.pods import JOB_NAME_LABEL, JOB_ROLE_LABEL
+
+if TYPE_CHECKING:
+    from lanenb.contract.spec import TrainSpec
+
+__all__ = [
+    "API_VERSION", "KIND", "TRAINER_ENTRYPOINT", "LAUNCHER_WRAPPER", "MANAGED_BY", "JOB_NAME_LABEL", "JOB_ROLE_LABEL",
+    "RUNAI_SCHEDULER", "SSH_AUTH_MOUNT_PATH", "MPI_CONFIG_MOUNT_PATH", "LAUNCHER_RESOURCES", "namespace_for",
+    "cluster_run_dir", "check_cluster_paths", "mpirun_argv", "env_entries", "build_mpijob", "render",
+]
+
+API_VERSION = "kubeflow.org/v2beta1"
+KIND = "MPIJob"
+TRAINER_ENTRYPOINT = ["python", "-m", "lanenb_trainer"]  # must match trainer/Dockerfile ENTRYPOINT
+# The launcher runs mpirun through this wrapper: it waits for every worker's sshd (the operator's
+# race) and turns mpirun's "lost host" messages into an error event (lanenb_trainer/launcher.py).
+LAUNCHER_WRAPPER = ["python", "-m", "lanenb_trainer.launcher", "--"]
+RUNAI_SCHEDULER = "runai-scheduler"
+SSH_AUTH_MOUNT_PATH = "/root/.ssh"  # the image runs as root (see trainer/Dockerfile)
+MPI_CONFIG_MOUNT_PATH = "/etc/mpi"  # the operator's hostfile ConfigMap (configMountPath)
+SHM_VOLUME = "dshm"
+# mpirun only starts ranks over ssh and relays their output: a small request, so that quota'd
+# namespaces (which refuse pods without requests) accept the launcher and it never takes a GPU node's CPU.
+LAUNCHER_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+# Always exported to every rank: Python must not buffer the event lines.
+BASE_ENV = {"PYTHONUNBUFFERED": "1"}
+PASSTHROUGH = ("PATH", "LD_LIBRARY_PATH")
+
+
+class ManifestError(UserError, ValueError):
+    """The spec cannot be expressed as an MPIJob; the message names the field."""
+
+
+def namespace_for(spec: "TrainSpec", default: str | None = None) -> str | None:
+    """RUN:AI projects live in ``runai-<project>`` namespaces; otherwise ``spec.namespace``, else
+    ``default`` (the kubeconfig context's or the pod's namespace, resolved by the backend), else
+    None (``render`` then leaves the namespace to ``kubectl``)."""
+    if spec.k8s.runai_project:
+        return check_label("namespace", f"runai-{spec.k8s.runai_project}")
+    if spec.namespace is not None:
+        return check_label("namespace", spec.namespace)
+    return check_label("namespace", default) if default is not None else None
+
+
+def cluster_run_dir(spec: "TrainSpec") -> str | None:
+    """Where rank 0 writes inside the cluster: ``spec.run_dir``, else under the first writable volume."""
+    if spec.run_dir:
+        return spec.run_dir
+    for volume in spec.volumes:
+        if not volume.read_only:
+            return f"{volume.mount_path.rstrip('/')}/lanenb-runs/{spec.name}"
+    return None
+
+
+def _labels(spec: "TrainSpec") -> dict[str, str]:
+    labels = {
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        "app.kubernetes.io/name": "lanenb-trainer",
+        "app.kubernetes.io/instance": str(spec.name),
+    }
+    if spec.k8s.runai_project:
+        labels["project"] = spec.k8s.runai_project  # RUN:AI attributes pods to projects by this label
+    return labels
+
+
+def _under(path: str, mount: str) -> bool:
+    path, mount = posixpath.normpath(path), posixpath.normpath(mount)
+    return path == mount or path.startswith(mount.rstrip("/") + "/")
+
+
+def check_cluster_paths(spec: "TrainSpec", run_dir: str | None) -> None:
+    """The paths the ranks will use must exist in the pods: the run dir on a writable volume, the
+    dataset on a mounted one, no volume over a path the operator (or large_shm) mounts itself.
+
+    Raises:
+        ManifestError: naming the path and the fix.
+    """
+    reserved = {MPI_CONFIG_MOUNT_PATH: "the MPI Operator mounts its hostfile there",
+                SSH_AUTH_MOUNT_PATH: "the MPI Operator mounts the SSH keys there (sshAuthMountPath)"}
+    if spec.large_shm:
+        reserved["/dev/shm"] = "large_shm mounts a memory-backed /dev/shm there"
+    for volume in spec.volumes:
+        why = reserved_mount(volume.mount_path, reserved)
+        if why:
+            raise ManifestError(f"volumes={str(volume)!r}: cannot mount at {volume.mount_path}: {why}; "
+                                "mount the PVC somewhere else (e.g. /mnt)")
+    mounts = ", ".join(str(v) for v in spec.volumes) or "none"
+    if run_dir is None:
+        raise ManifestError(
+            "the job has no writable volume for its run directory (checkpoints, predictions, metrics), so the "
+            "trainer would stop with no --run-dir after the pods were scheduled: mount a PVC read-write "
+            "(volumes=['NAME:/mnt'], --pvc NAME:/mnt) or give run_dir= under one")
+    writable = [v for v in spec.volumes if not v.read_only]
+    if not any(_under(run_dir, v.mount_path) for v in writable):
+        raise ManifestError(
+            f"run_dir={run_dir!r} is not on a writable volume (volumes: {mounts}): rank 0 would write it into the "
+            "container, where it is lost with the pod; mount a PVC read-write and put run_dir under it")
+    if not posixpath.isabs(spec.dataset) or not any(_under(spec.dataset, v.mount_path) for v in spec.volumes):
+        raise ManifestError(
+            f"dataset={spec.dataset!r} is not under a mounted volume (volumes: {mounts}): the pods would not find "
+            "it; mount the PVC that holds it (volumes=['NAME:/data:ro']) and point dataset= inside it")
+
+
+def _env_for(spec: "TrainSpec") -> dict[str, str]:
+    # torch.distributed (engine=ddp) rendezvous on worker 0 through the operator's headless Service
+    # "<job>-worker" (the pods' subdomain); the pod's DNS search path adds the namespace.
+    rendezvous = {"MASTER_ADDR": f"{spec.name}-worker-0.{spec.name}-worker", "MASTER_PORT": "29500"}
+    # rank 0 labels the VolumeSnapshot it makes with the job (lanenb_trainer.k8s_snapshot)
+    job = {"LANENB_JOB_NAME": str(spec.name)} if spec.enable_snapshot and spec.pvc_name else {}
+    return {**BASE_ENV, **rendezvous, **job, **spec.env, **spec.k8s.nccl_env}
+
+
+def env_entries(spec: "TrainSpec", *, redact: bool = False) -> list[dict[str, Any]]:
+    """The containers' ``env``: ``secret:NAME/KEY`` values become ``secretKeyRef``s (the value never
+    leaves the cluster); with ``redact``, literal values of secret-named variables
+    (``lanenb.contract.redact``) read ``<redacted>``."""
+    out: list[dict[str, Any]] = []
+    for key, value in _env_for(spec).items():
+        ref = parse_secret_ref(value)
+        if ref is not None:
+            out.append({"name": key, "valueFrom": {"secretKeyRef": {"name": ref[0], "key": ref[1]}}})
+        else:
+            out.append({"name": key, "value": redact_value(key, value) if redact else value})
+    return out
+
+
+def mpirun_argv(spec: "TrainSpec", run_dir: str | None = None) -> list[str]:
+    """The launcher's full argv: mpirun options, then the trainer entry point and its flags
+    (built by ``lanenb.launch.mpirun.build_mpirun_argv``, the one builder local jobs use too)."""
+    from lanenb.launch.mpirun import build_mpirun_argv
+
+    return build_mpirun_argv(
+        spec.processes, spec.trainer_args(run_dir or cluster_run_dir(spec)), env=[*PASSTHROUGH, *_env_for(spec)],
+        mpirun="mpirun", allow_root=True, oversubscribe=False, default_exports=(),
+        extra_mpi_args=["--mca", "pml", "ob1", "--mca", "btl", "^openib"], entrypoint=TRAINER_ENTRYPOINT)
+
+
+def _pod_spec(spec: "TrainSpec", container: dict[str, Any], *, volumes: bool) -> dict[str, Any]:
+    pod: dict[str, Any] = {"containers": [container]}
+    if spec.k8s.service_account:
+        pod["serviceAccountName"] = check_subdomain("k8s.service_account", spec.k8s.service_account)
+    if spec.k8s.node_selector:
+        pod["nodeSelector"] = dict(spec.k8s.node_selector)
+    if spec.k8s.tolerations:
+        pod["tolerations"] = [dict(t) for t in spec.k8s.tolerations]
+    if spec.k8s.runai_project:
+        pod["schedulerName"] = RUNAI_SCHEDULER
+    pod_volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    if volumes:
+        for i, volume in enumerate(spec.volumes):
+            check_subdomain("volumes (PVC name)", volume.name)
+            vname = f"vol-{i}"
+            claim: dict[str, Any] = {"claimName": volume.name}
+            if volume.read_only:
+                claim["readOnly"] = True
+            pod_volumes.append({"name": vname, "persistentVolumeClaim": claim})
+            mounts.append({"name": vname, "mountPath": volume.mount_path, "readOnly": volume.read_only})
+        if spec.large_shm:
+            # The default 64 MiB /dev/shm starves DataLoader workers (RUN:AI's --large-shm).
+            pod_volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}})
+            mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    if pod_volumes:
+        pod["volumes"] = pod_volumes
+        container["volumeMounts"] = mounts
+    return pod
+
+
+def _worker_resources(spec: "TrainSpec") -> dict[str, Any]:
+    limits: dict[str, Any] = {}
+    requests: dict[str, Any] = {}
+    slots = spec.k8s.slots_per_worker
+    if spec.gpus:
+        limits["nvidia.com/gpu"] = spec.gpus * slots
+    for key, count in spec.k8s.rdma_resources.items():
+        limits[key] = count
+    if spec.cpu:
+        limits["cpu"] = requests["cpu"] = spec.cpu
+    if spec.memory:
+        limits["memory"] = requests["memory"] = spec.memory
+    resources: dict[str, Any] = {}
+    if limits:
+        resources["limits"] = limits
+    if requests:
+        resources["requests"] = requests
+    return resources
+
+
+def build_mpijob(spec: "TrainSpec", run_dir: str | None = None, namespace: str | None = None, *,
+                 redact: bool = False, resume: bool = False) -> dict[str, Any]:
+    """The MPIJob for ``spec``, checked against the MPI Operator's own rules (names, replica-level
+    restart policy, reserved mounts) so that what the operator would silently refuse fails here.
+
+    Args:
+        namespace: the namespace when ``spec`` names none (the backend's resolved default).
+        redact: literal env values that may be secrets read ``<redacted>`` (for display).
+        resume: the trainer continues from ``<run_dir>/checkpoints/last.pt`` (``--resume``).
+
+    Raises:
+        ManifestError, InvalidNameError: naming the field, the value and the fix.
+    """
+    slots = spec.k8s.slots_per_worker
+    workers = math.ceil(spec.processes / slots)
+    name = check_mpijob_name(spec.name, workers)
+    namespace = namespace_for(spec, namespace)
+    if not spec.image:
+        raise ManifestError(
+            "image=None: the kubernetes backend needs a container image with the trainer; build trainer/Dockerfile, "
+            "push it to a registry the cluster can pull from, and pass image='<registry>/lanenb-trainer:<tag>'"
+        )
+    if spec.k8s.backoff_limit:
+        raise ManifestError(
+            f"k8s.backoff_limit={spec.k8s.backoff_limit}: a retried launcher starts training again from step 0 in "
+            "the same run directory, overwriting its checkpoints; leave it 0 and call job.resume() (which passes "
+            "--resume) after a failure")
+    run_dir = run_dir or cluster_run_dir(spec)
+    check_cluster_paths(spec, run_dir)
+    env = env_entries(spec, redact=redact)
+    labels = _labels(spec)
+
+    launcher_container: dict[str, Any] = {
+        "name": "launcher",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": LAUNCHER_WRAPPER[:3],
+        "args": LAUNCHER_WRAPPER[3:] + mpirun_argv(spec, run_dir) + (["--resume"] if resume else []),
+        "env": env,
+        "resources": {k: dict(v) for k, v in LAUNCHER_RESOURCES.items()},
+    }
+    worker_container: dict[str, Any] = {
+        "name": "worker",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["/usr/sbin/sshd", "-De"],
+        "env": [dict(e) for e in env],  # a copy: shared lists would render as YAML anchors
+    }
+    resources = _worker_resources(spec)
+    if resources:
+        worker_container["resources"] = resources
+    if spec.k8s.rdma_resources:
+        # RDMA needs locked memory for registered buffers (as the OpenShift guide's MPIJob).
+        worker_container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+
+    run_policy: dict[str, Any] = {
+        "cleanPodPolicy": spec.k8s.clean_pod_policy,
+        "backoffLimit": spec.k8s.backoff_limit,
+    }
+    if spec.k8s.ttl_seconds_after_finished is not None:
+        run_policy["ttlSecondsAfterFinished"] = spec.k8s.ttl_seconds_after_finished
+    if spec.k8s.active_deadline_seconds is not None:
+        run_policy["activeDeadlineSeconds"] = spec.k8s.active_deadline_seconds
+
+    launcher_pod = _pod_spec(spec, launcher_container, volumes=False)
+    worker_pod = _pod_spec(spec, worker_container, volumes=True)
+    # restartPolicy belongs on the replica: the operator overwrites a pod template's with the
+    # replica's, whose launcher default is OnFailure (a crashed launcher would rerun training
+    # from step 0 in the same run directory). Never: a failure stays a failure; resume explicitly.
+    annotations = {"lanenb/spec-processes": str(spec.processes)}
+    if run_dir:
+        annotations["lanenb/run-dir"] = run_dir
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}
+    if namespace is None:
+        del metadata["namespace"]  # kubectl apply puts it in the current context's namespace
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata,
+        "spec": {
+            "slotsPerWorker": slots,
+            "mpiImplementation": "OpenMPI",
+            "sshAuthMountPath": SSH_AUTH_MOUNT_PATH,
+            # Start mpirun only once sshd answers on every worker, instead of failing and retrying.
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "runPolicy": run_policy,
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "restartPolicy": "Never",
+                             "template": {"metadata": {"labels": dict(labels)}, "spec": launcher_pod}},
+                "Worker": {"replicas": workers, "restartPolicy": "Never",
+                           "template": {"metadata": {"labels": dict(labels)}, "spec": worker_pod}},
+            },
+        },
+    }
+
+
+def render(spec: "TrainSpec", run_dir: str | None = None, namespace: str | None = None, *,
+           redact: bool = True) -> str:
+    """The MPIJob as YAML, for users who prefer ``kubectl apply -f``.
+
+    Literal env values that may be secrets read ``<redacted>`` unless ``redact=False``: put
+    secrets in a Kubernetes Secret and pass ``-e NAME=secret:SECRET/KEY`` instead.
+    """
+    return yaml.safe_dump(build_mpijob(spec, run_dir, namespace, redact=redact), sort_keys=False,
+                          default_flow_style=False)
+
+
+def redact_mpijob(job: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of an MPIJob (as read from the cluster) whose literal env values that may be secrets
+    read ``<redacted>``, for ``describe`` and anything else that prints it."""
+    if job is None:
+        return None
+    out = copy.deepcopy(job)
+    for replica in ((out.get("spec") or {}).get("mpiReplicaSpecs") or {}).values():
+        for container in ((replica.get("template") or {}).get("spec") or {}).get("containers") or []:
+            if container.get("env"):
+                container["env"] = redact_env_list(container["env"])
+    return out

@@ -1,0 +1,569 @@
+"""Local backend: mpirun on this machine, detached from the notebook kernel.
+
+``submit`` only spawns the supervisor (``lanenb.backends.local.supervise``) in a new session
+and returns; the supervisor owns mpirun and the ranks. All later questions (status, logs,
+cancel) are answered from the handle (pid, process group, process start time) and the
+files in the run dir (``exit.json``, ``cancel.json``, the ranks' ``pids/rank-<R>.json``), so a
+different process can answer them after a kernel restart.
+
+Each rank runs behind ``lanenb.launch.rankguard`` (dies with mpirun, records its pid), mpirun
+dies with the supervisor, and the supervisor stops orphans: killing any process of the tree
+takes the ranks down. A supervisor that vanished without ``exit.json`` makes the job
+``LOST``; ``cancel()`` still finds the recorded ranks whatever the registry says.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import psutil
+
+from lanenb_trainer.config import parse_config
+from lanenb_trainer.atomic import write_json
+from lanenb_trainer.events import parse_line, split_rank_tag
+
+from lanenb.launch import rankguard
+from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
+
+from lanenb.home import make_private_dir
+from lanenb.contract.status import JobState, JobStatus
+from lanenb.contract.backend import Backend, LogChunk, LogLine
+from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME, SUPERVISOR_PREFIX
+
+__all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
+
+READ_LIMIT = 4 * 2**20  # bytes of job.log one read_log call looks at
+
+DATA_ROOTS_ENV = "LANENB_DATA_ROOTS"
+
+
+def data_roots() -> list[Path]:
+    """Where the launch panel looks for datasets: ``$LANENB_DATA_ROOTS`` (``os.pathsep``
+    separated), else the current folder, ``./data`` and ``$LANENB_HOME/data``."""
+    from lanenb.home import lanenb_home
+
+    env = os.environ.get(DATA_ROOTS_ENV)
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p.strip()]
+    return [Path.cwd(), Path.cwd() / "data", lanenb_home() / "data"]
+
+
+def find_datasets(roots: Sequence[str | os.PathLike[str]] | None = None, depth: int = 3,
+                  limit: int = 200) -> list[str]:
+    """Directories up to ``depth`` levels below ``roots`` that hold TuSimple label files
+    (``label_data*.json`` or ``test_label.json``), as absolute paths, sorted."""
+    found: set[str] = set()
+
+    def walk(folder: Path, level: int) -> None:
+        if len(found) >= limit:
+            return
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        names = {e.name for e in entries}
+        if "test_label.json" in names or any(n.startswith("label_data") and n.endswith(".json") for n in names):
+            found.add(str(folder.resolve()))
+        if level >= depth:
+            return
+        for e in entries:
+            if e.is_dir(follow_symlinks=False) and not e.name.startswith(".") and e.name not in (
+                    "clips", "node_modules", "__pycache__", "runs"):
+                walk(Path(e.path), level + 1)
+
+    for root in roots if roots is not None else data_roots():
+        if Path(root).is_dir():
+            walk(Path(root), 0)
+    return sorted(found)
+
+
+def local_gpu_count() -> int:
+    """NVIDIA GPUs on this machine (NVML); 0 without a driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no driver, no library: a CPU machine
+        return 0
+
+
+# Popen objects of supervisors this process started: kept so they are reaped (no zombies)
+# and never garbage-collected while running.
+_SPAWNED: dict[int, subprocess.Popen] = {}
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class LocalBackend(Backend):
+    """Runs ``spec.processes`` ranks with mpirun on this machine.
+
+    ``program`` replaces ``python -m lanenb_trainer`` (the argv each rank runs, before the
+    trainer flags); ``trainer_args=False`` drops the trainer flags, which is how the tests run
+    a tiny MPI program through exactly the same supervisor. ``grace`` is how long a rank gets
+    to stop after its one SIGTERM before SIGKILL. ``max_log_bytes`` caps ``job.log`` (past it
+    only ``@lanenb`` event lines are kept, past twice it none).
+    """
+
+    name = "local"
+    runs_here = True
+
+    def __init__(self, *, program: Sequence[str] | None = None, trainer_args: bool = True,
+                 grace: float = 10.0, python: str | None = None, poll_interval: float = 0.1,
+                 max_log_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
+        if not (grace >= 0 and math.isfinite(grace)):
+            raise ValueError(f"grace={grace!r}: must be a finite number of seconds >= 0")
+        if not isinstance(max_log_bytes, int) or max_log_bytes < 1:
+            raise ValueError(f"max_log_bytes={max_log_bytes!r}: must be an integer >= 1")
+        self.max_log_bytes = max_log_bytes
+        self.program = list(program) if program is not None else None
+        self.use_trainer_args = trainer_args
+        self.grace = float(grace)
+        self.python = python or sys.executable
+        self.poll_interval = poll_interval
+
+    def capacity(self, spec=None) -> dict[str, int]:
+        """GPUs if this machine has any (one rank per GPU), else its CPU cores."""
+        gpus = local_gpu_count()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if gpus:
+            return {"processes": gpus, "gpus": gpus, "gpus_per_process": gpus}
+        return {"processes": cores, "gpus": 0, "gpus_per_process": 0}
+
+    def datasets(self, spec=None) -> list[str]:
+        return find_datasets()
+
+    # ---------------------------------------------------------------- argv
+    def launcher_argv(self, spec, run_dir: str | Path) -> list[str]:
+        """The mpirun argv the supervisor runs (never a shell string), built by the trainer
+        launcher so local jobs and ``lanenb train`` run ranks the same way."""
+        args = spec.trainer_args(str(run_dir)) if self.use_trainer_args else []
+        if self.use_trainer_args:
+            # the trainer's own validation, before anything starts: a missing dataset fails
+            # here in the notebook cell, not in a detached process
+            parse_config(args, env={**os.environ, **spec.env})
+        # the rank guard makes each rank die with mpirun and records its pid
+        argv = build_mpirun_argv(spec.processes, args, env=sorted(spec.env), python=self.python,
+                                 hosts=None, mpirun=find_mpirun(), wrapper=[self.python, rankguard.__file__])
+        if self.program is None:
+            return argv
+        # swap "python [-u] -m lanenb_trainer" for the given program, keeping mpirun's options
+        for j in range(1, len(argv)):
+            if argv[j] == TRAINER_MODULE and argv[j - 1] == "-m":
+                i = max(k for k in range(j) if argv[k] == self.python)
+                return argv[:i] + self.program + argv[j + 1:]
+        raise RuntimeError(f"cannot find the trainer entry point in the mpirun argv {argv}")
+
+    # ---------------------------------------------------------------- Backend API
+    def validate(self, spec, run_dir: str | Path | None) -> None:
+        self.launcher_argv(spec, run_dir or spec.run_dir or ".")
+
+    def submit(self, spec, run_dir: str | Path) -> dict[str, Any]:
+        run = make_private_dir(Path(run_dir).expanduser().resolve())
+        for stale in (EXIT_NAME, CANCEL_NAME):  # a reused run dir must not look finished
+            (run / stale).unlink(missing_ok=True)
+        log_path = run / LOG_NAME
+        argv = self.launcher_argv(spec, run)
+        env = launch_env(os.environ, extra=spec.env)  # rendezvous port, unbuffered ranks
+        cmd = [self.python, "-m", "lanenb.backends.local.supervise", "--run-dir", str(run),
+               "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes)]
+        if spec.enable_snapshot:  # run dir + dataset snapshotted by the supervisor after success
+            cmd += ["--snapshot-job", spec.name, "--snapshot-volume", f"run={run}",
+                    "--snapshot-volume", f"dataset={Path(spec.dataset).expanduser().resolve()}"]
+        cmd += ["--", *argv]
+        with open(run / "supervisor.err", "ab") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True, close_fds=True, env=env, cwd=str(run))
+        try:
+            create_time = psutil.Process(proc.pid).create_time()
+        except psutil.Error:
+            create_time = None
+        for pid, earlier in list(_SPAWNED.items()):  # reap finished supervisors (no zombies)
+            if earlier.poll() is not None:
+                del _SPAWNED[pid]
+        _SPAWNED[proc.pid] = proc
+        return {
+            "pid": proc.pid, "pgid": proc.pid, "create_time": create_time,
+            "host": socket.gethostname(), "run_dir": str(run), "log": str(log_path), "argv": argv,
+        }
+
+    def _supervisor(self, handle: dict[str, Any]) -> psutil.Process | None:
+        """The supervisor process if it is still alive (and is the same process, not a reused pid)."""
+        spawned = _SPAWNED.get(int(handle.get("pid", 0) or 0))
+        if spawned is not None and spawned.poll() is not None:
+            return None  # our own child, now reaped
+        try:
+            proc = psutil.Process(int(handle["pid"]))
+            if handle.get("create_time") is not None and abs(proc.create_time() - handle["create_time"]) > 0.01:
+                return None
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                try:
+                    os.waitpid(proc.pid, os.WNOHANG)  # our own child (same process that submitted)
+                except ChildProcessError:
+                    pass
+                return None
+            return proc
+        except (psutil.Error, KeyError, ValueError):
+            return None
+
+    @staticmethod
+    def _recorded_ranks(handle: dict[str, Any]) -> list[psutil.Process]:
+        """Rank processes from the pid files their guards wrote, if still the same processes."""
+        procs = []
+        for path in sorted((Path(handle["run_dir"]) / PIDS_NAME).glob("rank-*.json")):
+            info = _read_json(path) or {}
+            try:
+                pid = int(info["pid"])
+                if rankguard._start_ticks(pid) != info.get("start_ticks"):
+                    continue  # gone, or the pid now belongs to another process
+                proc = psutil.Process(pid)
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    procs.append(proc)
+            except (KeyError, TypeError, ValueError, psutil.Error):
+                continue
+        return procs
+
+    def _group_processes(self, handle: dict[str, Any]) -> list[psutil.Process]:
+        """The supervisor, its descendants, anything else left in its process group and the
+        recorded ranks (which live in process groups of their own)."""
+        procs: dict[int, psutil.Process] = {p.pid: p for p in self._recorded_ranks(handle)}
+        sup = self._supervisor(handle)
+        if sup is not None:
+            procs[sup.pid] = sup
+            try:
+                for child in sup.children(recursive=True):
+                    procs[child.pid] = child
+            except psutil.Error:
+                pass
+        pgid = handle.get("pgid")
+        if pgid:
+            for proc in psutil.process_iter(["pid"]):
+                try:
+                    if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                        procs.setdefault(proc.pid, proc)
+                except (OSError, psutil.Error):
+                    continue
+        return list(procs.values())
+
+    def status(self, spec, handle: dict[str, Any]) -> JobStatus:
+        if not handle:
+            return JobStatus(JobState.PENDING, reason="not started yet")
+        run = Path(handle["run_dir"])
+        finished = self._finished_status(handle)
+        if finished is not None:
+            return finished
+        if handle.get("host") and handle["host"] != socket.gethostname():
+            return JobStatus(JobState.UNKNOWN, reason=(
+                f"the job runs on host {handle['host']!r}, not this machine ({socket.gethostname()!r})"))
+        sup = self._supervisor(handle)
+        if sup is not None:
+            ranks = self._rank_states(sup)
+            return JobStatus(JobState.RUNNING, started=handle.get("create_time"), ranks=ranks,
+                             message=f"supervisor pid {sup.pid}, {len(ranks)} rank process(es) alive")
+        # the supervisor may have written exit.json just before exiting: look once more
+        finished = self._finished_status(handle)
+        if finished is not None:
+            return finished
+        cancel = _read_json(run / CANCEL_NAME)
+        if cancel is not None:
+            return JobStatus(JobState.CANCELLED, reason="cancelled by user", finished=cancel.get("time"))
+        return JobStatus(JobState.LOST, reason=self._lost_reason(handle), finished=time.time())
+
+    def _lost_reason(self, handle: dict[str, Any]) -> str:
+        """Why a job whose supervisor vanished without exit.json is lost, with what is known."""
+        run = Path(handle["run_dir"])
+        reason = (f"the supervisor (pid {handle.get('pid')}) is gone without recording an exit status "
+                  "(killed, out of memory or disk space, or the machine rebooted)")
+        try:
+            free = shutil.disk_usage(run).free
+            if free < 1 << 20:
+                reason += f"; the run dir's disk has {free} bytes free"
+        except OSError:
+            pass
+        errors = self._read_lines(run / "supervisor.err", tail_bytes=2048)
+        if errors:
+            reason += f"; its last error output: {errors[-1].strip()}"
+        left = self._recorded_ranks(handle)
+        if left:
+            reason += f"; {len(left)} rank process(es) still running (cancel() stops them)"
+        return reason + f"; log: {handle.get('log')}"
+
+    def _finished_status(self, handle: dict[str, Any]) -> JobStatus | None:
+        run = Path(handle["run_dir"])
+        exit_info = _read_json(run / EXIT_NAME)
+        if exit_info is None:
+            return None
+        rc = int(exit_info.get("returncode", -1))
+        started, finished = exit_info.get("started"), exit_info.get("finished")
+        message = None
+        if exit_info.get("log_error"):  # the job ran on; its log stopped (disk full, size limit)
+            message = f"job.log is incomplete: {exit_info['log_error']}"
+        elif exit_info.get("log_lines_dropped"):
+            message = f"job.log was capped: {exit_info['log_lines_dropped']} output line(s) not kept"
+        if _read_json(run / CANCEL_NAME) is not None:
+            return JobStatus(JobState.CANCELLED, reason="cancelled by user", started=started,
+                             finished=finished, exit_code=rc, message=message)
+        if rc == 0:
+            return JobStatus(JobState.SUCCEEDED, started=started, finished=finished, exit_code=0, message=message)
+        reason = self._failure_reason(handle, rc, exit_info)
+        if exit_info.get("log_error"):
+            reason += f"; {message}"
+        return JobStatus(JobState.FAILED, reason=reason, started=started, finished=finished, exit_code=rc,
+                         message=message)
+
+    def _rank_states(self, sup: psutil.Process) -> dict[str, str]:
+        """Rank processes are the launcher's descendants that run the rank program."""
+        ranks: dict[str, str] = {}
+        try:
+            children = sup.children(recursive=True)
+        except psutil.Error:
+            return ranks
+        for proc in children:
+            try:
+                env_rank = None
+                try:
+                    env_rank = proc.environ().get("OMPI_COMM_WORLD_RANK")
+                except (psutil.AccessDenied, psutil.ZombieProcess):
+                    pass
+                if env_rank is not None:
+                    ranks[env_rank] = proc.status()
+            except psutil.Error:
+                continue
+        return dict(sorted(ranks.items(), key=lambda kv: int(kv[0])))
+
+    def _failure_reason(self, handle: dict[str, Any], rc: int, exit_info: dict[str, Any]) -> str:
+        if exit_info.get("error"):
+            return f"could not start the launcher: {exit_info['error']}"
+        reason = f"launcher exited with code {rc}"
+        # the trainer emits an "error" event before dying: tell the user what it said
+        last_error = None
+        for line in self._read_lines(Path(handle["log"]), tail_bytes=256 * 1024):
+            ev = parse_line(line)
+            if ev is not None and ev.kind == "error":
+                last_error = ev
+        if last_error is not None:
+            msg = last_error.get("message") or last_error.get("error") or json.dumps(last_error.data)
+            reason += f"; rank {last_error.rank} reported: {msg}"
+        return reason
+
+    @staticmethod
+    def _read_lines(path: Path, tail_bytes: int) -> list[str]:
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - tail_bytes))
+                data = fh.read()
+        except OSError:
+            return []
+        return data.decode("utf-8", errors="replace").splitlines()
+
+    def logs(self, spec, handle: dict[str, Any], *, follow: bool = False,
+             worker: int | None = None) -> Iterator[LogLine]:
+        if not handle:
+            return iter(())
+        return self._tail(handle, follow=follow, worker=worker)
+
+    def _tail(self, handle: dict[str, Any], *, follow: bool, worker: int | None) -> Iterator[LogLine]:
+        log_path = Path(handle["log"])
+        exit_path = Path(handle["run_dir"]) / EXIT_NAME
+        while not log_path.exists():  # the supervisor creates it within milliseconds
+            if not follow or exit_path.exists() or self._supervisor(handle) is None:
+                if not log_path.exists():
+                    return
+                break
+            time.sleep(self.poll_interval)
+        def complete_lines(buf: bytes) -> tuple[list[LogLine], bytes]:
+            *raws, rest = buf.split(b"\n")
+            lines = (self._to_logline(raw) for raw in raws)
+            return [ln for ln in lines if worker is None or ln.rank == worker], rest
+
+        with open(log_path, "rb") as fh:
+            pending = b""
+            while True:
+                chunk = fh.read(65536)
+                if chunk:
+                    lines, pending = complete_lines(pending + chunk)
+                    yield from lines
+                    continue
+                if not follow:
+                    break
+                # EOF: finished only once exit.json exists (written after the last log line)
+                # or the supervisor is gone; read once more so nothing written meanwhile is lost.
+                if exit_path.exists() or self._supervisor(handle) is None:
+                    lines, pending = complete_lines(pending + fh.read())
+                    yield from lines
+                    break
+                time.sleep(self.poll_interval)
+            if pending:
+                line = self._to_logline(pending)
+                if worker is None or line.rank == worker:
+                    yield line
+
+    def read_log(self, spec, handle: dict[str, Any], cursor: str | None, *, max_lines: int = 5000,
+                 tail_lines: int | None = None) -> LogChunk:
+        """Seek to byte offset ``cursor`` in ``job.log`` and return the whole lines after it."""
+        if not handle:
+            return LogChunk([], cursor, False)
+        log_path = Path(handle["log"])
+        # decided before reading: once the output is closed nothing is appended any more
+        closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
+        offset = 0
+        if cursor:
+            try:
+                offset = int(cursor)
+                if offset < 0:
+                    raise ValueError
+            except ValueError:
+                from lanenb.contract.spec import SpecError
+
+                raise SpecError("cursor", cursor, "is not a cursor of a local job's log") from None
+        try:
+            fh = open(log_path, "rb")
+        except FileNotFoundError:
+            return LogChunk([], cursor, closed)
+        with fh:
+            size = os.fstat(fh.fileno()).st_size
+            if offset > size:  # the log was replaced (run dir reused): start again
+                offset = 0
+            if not cursor and tail_lines:
+                offset = max(0, size - max(64 * 1024, 400 * tail_lines))
+            fh.seek(offset)
+            # bounded: a poll of a long log reads a slice, not the whole rest of the file
+            data = fh.read(min(size - offset, READ_LIMIT))
+        at_eof = offset + len(data) >= size
+        # a last line without newline, once nothing more can follow; or a slice without any
+        # newline (one line longer than READ_LIMIT), delivered in pieces rather than never
+        deliver_rest = (closed and at_eof) or (not at_eof and b"\n" not in data)
+        pos = offset
+        if not cursor and tail_lines and offset > 0:  # drop the partial first line
+            cut = data.find(b"\n") + 1
+            data, pos = data[cut:], offset + cut
+        lines: list[tuple[LogLine, str]] = []
+        for raw in data.split(b"\n")[:-1]:
+            pos += len(raw) + 1
+            lines.append((self._to_logline(raw), str(pos)))
+        rest = data[data.rfind(b"\n") + 1:]
+        if rest and deliver_rest:
+            pos += len(rest)
+            lines.append((self._to_logline(rest), str(pos)))
+        if not cursor and tail_lines:
+            lines = lines[-tail_lines:]
+        lines = lines[:max_lines]
+        end = int(lines[-1][1]) if lines else (offset if cursor or not tail_lines else pos)
+        return LogChunk(lines, str(end), closed and end >= size)
+
+    @staticmethod
+    def _to_logline(raw: bytes) -> LogLine:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        rank, rest = split_rank_tag(text)
+        if rank is not None:  # same shape as the Kubernetes launcher pod's lines
+            return LogLine(rank, rest, "launcher")
+        if text.startswith(SUPERVISOR_PREFIX):
+            return LogLine(None, text[len(SUPERVISOR_PREFIX):], "supervisor")
+        return LogLine(None, text, "launcher")
+
+    def cancel(self, spec, handle: dict[str, Any]) -> None:
+        """Stop the job and mark it cancelled (``cancel.json``), unless it has already ended.
+
+        One SIGTERM to the supervisor, which gives each rank one SIGTERM and ``grace``
+        seconds to write its ``end(status=cancelled)`` event before SIGKILL (see
+        ``supervise``); what is still alive after that is killed from here.
+        """
+        if not handle:
+            return
+        run = Path(handle["run_dir"])
+        if (run / EXIT_NAME).exists():
+            return  # already over: nothing to stop, keep its real outcome
+        self._check_host(handle)
+        write_json(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
+        self._stop(handle)
+
+    def stop_leftovers(self, spec, handle: dict[str, Any]) -> None:
+        """Stop whatever of a finished (or lost) job still runs, without marking it cancelled."""
+        if not handle or (handle.get("host") and handle["host"] != socket.gethostname()):
+            return
+        if self._supervisor(handle) is not None or self._group_processes(handle):
+            self._stop(handle)
+
+    def _check_host(self, handle: dict[str, Any]) -> None:
+        if handle.get("host") and handle["host"] != socket.gethostname():
+            # its pids mean nothing here: signalling them could hit unrelated processes
+            raise RuntimeError(f"job runs on host {handle['host']!r}; cancel it from that machine "
+                               f"(this is {socket.gethostname()!r})")
+
+    def _stop(self, handle: dict[str, Any]) -> None:
+        sup = self._supervisor(handle)
+        if sup is not None:
+            # the supervisor runs the stop sequence and writes exit.json; wait for it (the
+            # ranks' grace, then mpirun's wind-down, SIGKILLed after another grace period)
+            try:
+                sup.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                pass
+            deadline = time.monotonic() + 2 * self.grace + 10
+            while self._supervisor(handle) is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        else:
+            # no supervisor: the recorded ranks and anything left in its group get the same
+            # one SIGTERM, then SIGKILL after the grace period
+            procs = self._group_processes(handle)
+            self._signal_all(procs, signal.SIGTERM)
+            psutil.wait_procs(procs, timeout=self.grace)
+        leftovers = self._group_processes(handle)
+        if leftovers:
+            self._signal_all(leftovers, signal.SIGKILL, pgid=handle.get("pgid"))
+            psutil.wait_procs(leftovers, timeout=5)
+        spawned = _SPAWNED.get(int(handle.get("pid", 0) or 0))
+        if spawned is not None:  # reap the supervisor if this very process started it
+            spawned.poll()
+
+    @staticmethod
+    def _signal_all(procs: list[psutil.Process], sig: signal.Signals, pgid: int | None = None) -> None:
+        if pgid:
+            try:
+                os.killpg(int(pgid), sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for proc in procs:
+            try:
+                proc.send_signal(sig)
+            except psutil.Error:
+                pass
+
+    def describe(self, spec, handle: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {"handle": handle}
+        if not handle:
+            return info
+        run = Path(handle["run_dir"])
+        info["exit"] = _read_json(run / EXIT_NAME)
+        info["cancel"] = _read_json(run / CANCEL_NAME)
+        procs = []
+        for proc in self._group_processes(handle):
+            try:
+                procs.append({"pid": proc.pid, "name": proc.name(), "status": proc.status(),
+                              "cmdline": proc.cmdline()})
+            except psutil.Error:
+                continue
+        info["processes"] = procs
+        info["log_tail"] = self._read_lines(Path(handle["log"]), tail_bytes=4096)[-20:]
+        return info

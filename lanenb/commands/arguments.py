@@ -1,0 +1,168 @@
+"""The launch flags, defined once for ``%lanetrain`` and ``lanenb train`` so they cannot drift.
+
+The job flags mirror ``runai submit-mpi`` (``--processes``, ``--gpus``, ``--pvc``, ``--image``,
+``-e``, ``--large-shm``, ``--project``), so a command from the RUN:AI guide translates flag for
+flag. Every other trainer flag (``--lr``, ``--img-height``, ``--seed`` ...) comes from the
+trainer's own parser and travels in ``TrainSpec.extra_args``. Every default is ``None`` so
+"not given" is distinguishable: ``TrainSpec`` defaults apply, and a ``%%lanetrain`` YAML body
+is overridden only by flags actually on the line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Mapping
+
+from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
+
+from lanenb.contract.spec import SpecError, TrainSpec
+
+__all__ = ["add_job_arguments", "spec_from_args", "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS"]
+
+# TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
+SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
+                       "use_workers", "use_val", "val_batch_size", "max_steps", "enable_snapshot", "pvc_name")
+
+# (flags, argparse keywords); dest is the TrainSpec field (or "k8s.<option>")
+JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--data", "--dataset"), dict(dest="dataset", metavar="PATH",
+                                   help="dataset root in TuSimple layout (a path inside the cluster with "
+                                        "--backend kubernetes, e.g. under a --pvc mount)")),
+    (("--processes", "-np"), dict(type=int, metavar="N", help="MPI ranks (runai --processes); default 2")),
+    (("--gpus", "--gpu", "-g"), dict(type=int, metavar="N", help="GPUs per process (runai --gpus); default 0")),
+    (("--batch-size",), dict(type=int, metavar="N",
+                             help="per-rank batch size; the global batch is processes x this (default 8)")),
+    (("--epochs",), dict(type=int, metavar="N", help="epochs (default 1)")),
+    (("--engine",), dict(choices=ENGINES, help="horovod | ddp | auto (horovod when importable)")),
+    (("--backbone",), dict(choices=BACKBONES, help="SCNN backbone (default small)")),
+    (("--backend",), dict(metavar="NAME", help="local (default) | kubernetes")),
+    (("--pvc",), dict(dest="volumes", action="append", metavar="NAME:/MOUNT[:ro]",
+                      help="mount a PVC in every rank (repeatable, runai --pvc)")),
+    (("--image", "-i"), dict(metavar="IMAGE", help="container image (Kubernetes)")),
+    (("-e", "--environment"), dict(dest="env", action="append", metavar="KEY=VALUE",
+                                   help="environment variable for every rank (repeatable, runai -e); "
+                                        "KEY=secret:SECRET/KEY reads a Kubernetes Secret")),
+    (("--large-shm",), dict(action="store_true", default=None, help="large /dev/shm for loader workers")),
+    (("--snapshot", "--enable-snapshot"), dict(dest="enable_snapshot", action="store_true", default=None,
+                                               help="snapshot the data volume at the end (the first --pvc "
+                                                    "unless --pvc-name)")),
+    (("--no-enable-snapshot",), dict(dest="enable_snapshot", action="store_false", default=None,
+                                     help=argparse.SUPPRESS)),
+    (("--pvc-name",), dict(metavar="NAME", help="PVC to snapshot with --snapshot")),
+    (("--name",), dict(metavar="NAME", help="job name (RFC 1123; default lane-<time>-<random>)")),
+    (("--namespace",), dict(metavar="NS", help="Kubernetes namespace (default: the kubeconfig context's)")),
+    (("--project", "-p"), dict(dest="k8s.runai_project", metavar="PROJECT",
+                               help="RUN:AI project: namespace runai-PROJECT and the runai scheduler")),
+    (("--context",), dict(dest="k8s.context", metavar="CTX", help="kubeconfig context")),
+    (("--run-dir",), dict(metavar="DIR", help="where rank 0 writes checkpoints, predictions, metrics")),
+    (("--max-steps",), dict(type=int, metavar="N", help="stop after N global steps")),
+    (("--num-workers",), dict(type=int, metavar="N", help="data-loader worker processes per rank (default 0)")),
+    (("--use-workers",), dict(dest="_use_workers", action="store_true", default=None,
+                              help="loader workers on (2 unless --num-workers), as USE_WORKERS")),
+    (("--no-use-workers",), dict(dest="_use_workers", action="store_false", default=None, help=argparse.SUPPRESS)),
+    (("--no-val", "--no-use-val"), dict(dest="use_val", action="store_false", default=None,
+                                        help="no validation split")),
+    (("--use-val",), dict(dest="use_val", action="store_true", default=None, help=argparse.SUPPRESS)),
+    (("--val-batch-size",), dict(type=int, metavar="N", help="validation batch size")),
+    (("--cpu",), dict(metavar="QTY", help="CPU request per rank (Kubernetes quantity)")),
+    (("--memory",), dict(metavar="QTY", help="memory request per rank (Kubernetes quantity)")),
+]
+_TRAINER_GROUP = "trainer options (passed to every rank)"
+
+
+def add_job_arguments(parser: argparse.ArgumentParser, *, trainer_flags: bool = True) -> argparse.ArgumentParser:
+    """Add the job flags (and, with ``trainer_flags``, the remaining trainer flags) to ``parser``.
+
+    Works for a plain ``argparse.ArgumentParser`` (the CLI) and IPython's
+    ``MagicArgumentParser`` (the magics), which is an ``argparse`` subclass.
+    """
+    group = parser.add_argument_group("job")
+    for flags, kw in JOB_FLAGS:
+        kw = dict(kw)
+        kw.setdefault("default", None)
+        group.add_argument(*flags, **kw)
+    if trainer_flags:
+        add_train_arguments(parser, exclude=SPEC_TRAINER_FIELDS, title=_TRAINER_GROUP)
+    return parser
+
+
+def _trainer_dests(parser: argparse.ArgumentParser) -> list[str]:
+    out: list[str] = []
+    for group in parser._action_groups:  # argparse keeps no public list of a group's actions
+        if group.title == _TRAINER_GROUP:
+            out += [a.dest for a in group._group_actions if a.dest not in out]
+    return out
+
+
+def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The ``TrainSpec`` fields the user actually gave (flags left out are not in the dict)."""
+    from lanenb.launch.mpirun import trainer_argv
+
+    fields: dict[str, Any] = {}
+    k8s: dict[str, Any] = {}
+    for _flags, kw in JOB_FLAGS:
+        dest = kw["dest"] if "dest" in kw else _flags[0].lstrip("-").replace("-", "_")
+        value = getattr(ns, dest, None)
+        if value is None:
+            continue
+        if dest.startswith("k8s."):
+            k8s[dest[4:]] = value
+        elif dest == "_use_workers":  # the trainer's switch; TrainSpec only counts workers
+            if not value:
+                fields["num_workers"] = 0
+            elif getattr(ns, "num_workers", None) is None:
+                fields["num_workers"] = 2
+        else:
+            fields[dest] = value
+    if k8s:
+        fields["k8s"] = k8s
+    extra = trainer_argv(**{d: getattr(ns, d) for d in _trainer_dests(parser) if getattr(ns, d, None) is not None})
+    if extra:
+        fields["extra_args"] = extra
+    if fields.get("enable_snapshot") and not fields.get("pvc_name") and fields.get("volumes"):
+        fields["pvc_name"] = str(fields["volumes"][0]).split(":")[0]
+    return fields
+
+
+# RUN:AI guide variables (-e BATCH_SIZE=33): defined beside TrainSpec, which honours them or
+# refuses a conflicting value; the flag layer reads them through these two.
+from lanenb.contract.spec import runai_fields, runai_value  # noqa: E402
+
+
+def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
+                   base: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> TrainSpec:
+    """Build the spec: ``base`` (e.g. a ``%%lanetrain`` YAML body), then the given flags, then
+    RUN:AI variables (``-e BATCH_SIZE=33``, or of ``env``, e.g. the shell's) for fields still unset.
+
+    Raises:
+        SpecError: a field is missing or has a bad value; the message names it.
+    """
+    data = dict(base or {})
+    given = spec_fields_from_args(ns, parser)
+    if "k8s" in given and isinstance(data.get("k8s"), Mapping):
+        given["k8s"] = {**data["k8s"], **given["k8s"]}
+    if "extra_args" in given and data.get("extra_args"):
+        given["extra_args"] = list(data["extra_args"]) + given["extra_args"]
+    data.update(given)
+    from lanenb.contract.spec import _env
+
+    from_env: dict[str, str] = {}
+    for name, (var, value) in runai_fields(_env("env", data.get("env"))).items():
+        if name in given and runai_value(name, var, value) != (
+                runai_value(name, var, given[name]) if name != "num_workers" else given[name]):
+            flag = next((f[0] for f, kw in JOB_FLAGS if kw.get("dest", f[0].lstrip("-").replace("-", "_")) == name),
+                        name)
+            raise SpecError(name, given[name], f"{flag} {given[name]} conflicts with -e {var}={value}: give one of them")
+    for name, (var, value) in runai_fields({**(env or {}), **_env("env", data.get("env"))}).items():
+        if name not in data:
+            data[name] = value
+            from_env[name] = var
+    if not data.get("dataset"):
+        raise SpecError("dataset", None, "is required: give --data PATH (a TuSimple-layout dataset root)")
+    try:
+        return TrainSpec.from_dict(data)
+    except SpecError as exc:
+        if exc.field in from_env:  # name what the user typed: the variable, not the field
+            raise SpecError(f"environment variable {from_env[exc.field]}", exc.value,
+                            str(exc).split(": ", 1)[-1]) from None
+        raise

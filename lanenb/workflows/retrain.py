@@ -1,0 +1,105 @@
+""""Retrain from this snapshot" in one call: restore a dataset version into a NEW volume and
+submit a job with the run record's settings pointed at it (the RUN:AI guide's reproduce step).
+
+The run record is the job that made the snapshot (its ``job`` label; the registry keeps its
+``TrainSpec``). A snapshot of a run directory stands for its run: the same job's dataset
+snapshot is restored. The new spec is checked BEFORE anything is restored, so bad overrides
+leave no half-made volume; the restore itself never overwrites (an existing target is refused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from lanenb.snapshots.base import Snapshot, SnapshotInputError, SnapshotNotFoundError, SnapshotStore
+
+__all__ = ["dataset_snapshot_for", "retrain", "retrain_spec"]
+
+
+def dataset_snapshot_for(store: SnapshotStore, snap: Snapshot) -> Snapshot:
+    """The dataset version to retrain on: ``snap`` itself, or for a run-dir snapshot the newest
+    dataset snapshot its job made."""
+    if snap.labels.get("role") != "run":
+        return snap
+    job = snap.labels.get("job")
+    found = store.list(labels={"job": job, "role": "dataset"}) if job else []
+    if not found:
+        raise SnapshotInputError(f"snapshot {snap.id} is the run directory of job {job!r} and that job has no dataset "
+                                 "snapshot to retrain on: pick a dataset snapshot (role=dataset)")
+    return found[-1]
+
+
+def retrain_spec(base: Any, snap: Snapshot, new_volume: str, backend: str, overrides: dict[str, Any]) -> Any:
+    """The run record's spec pointed at the restored volume; ``run_dir`` and ``name`` start fresh
+    unless given. Raises ``SpecError`` (a ``UserError``) on bad overrides."""
+    from lanenb.contract.spec import TrainSpec, VolumeMount
+
+    changes: dict[str, Any] = {"name": None, "run_dir": None}
+    if backend == "local":
+        changes["dataset"] = str(Path(new_volume).expanduser().absolute())
+    else:  # the new PVC takes the old one's place at the same mount path
+        mounts = list(base.volumes) if base is not None else []
+        if not any(m.name == snap.volume for m in mounts):
+            raise SnapshotInputError(f"job {snap.labels.get('job')!r} does not mount PVC {snap.volume!r}: "
+                                     "pass volumes=[...] and dataset=... to retrain")
+        changes["volumes"] = [VolumeMount(new_volume, m.mount_path, m.read_only) if m.name == snap.volume else m
+                              for m in mounts]
+        if base.pvc_name == snap.volume:
+            changes["pvc_name"] = new_volume
+    changes.update(overrides)
+    if base is None:
+        return TrainSpec(**{"backend": backend, **changes})
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(TrainSpec)})
+    if unknown:
+        raise SnapshotInputError(f"unknown TrainSpec field(s) {', '.join(map(repr, unknown))} in retrain overrides")
+    return base.replace(**changes)
+
+
+def retrain(snapshot_id: str, new_volume: str, *, backend: str | SnapshotStore = "local", registry: Any = None,
+            store_opts: dict[str, Any] | None = None, **overrides: Any) -> Any:
+    """Restore a dataset snapshot into ``new_volume`` and start training on it with the settings
+    of the run that made the snapshot.
+
+    Args:
+        snapshot_id: a dataset snapshot, or a run-dir snapshot (its job's dataset snapshot is used).
+        new_volume: a NEW directory (local) or PVC name (Kubernetes); never overwritten.
+        backend: the snapshot store, "local" or "kubernetes" (the job runs on the same kind).
+        registry: the job registry (default: ``$LANENB_HOME``'s).
+        store_opts: Kubernetes store options (``namespace``, ``kubeconfig``, ``context``).
+        **overrides: ``TrainSpec`` fields to change (``epochs=3``, ``name="lane-v2"``...); without
+            a run record (a snapshot made by hand) they must describe the whole job.
+
+    Returns:
+        The submitted ``Job``.
+
+    Raises:
+        SnapshotNotFoundError: no such snapshot.
+        TargetExistsError: ``new_volume`` exists; nothing was restored or submitted.
+        SnapshotInputError, SpecError: bad overrides (checked before restoring anything).
+    """
+    from lanenb.jobs import get_job, submit
+    from lanenb.registry.jobs import JobNotFoundError, JobRegistry
+
+    from lanenb.snapshots import get_store
+
+    store = get_store(backend, **(store_opts or {}))
+    kind = "local" if store.name == "local" else "kubernetes"
+    snap = dataset_snapshot_for(store, store.get(snapshot_id))
+    registry = registry or JobRegistry()
+    base = None
+    job_name = snap.labels.get("job")
+    if job_name:
+        try:
+            base = get_job(job_name, registry=registry).spec
+        except (JobNotFoundError, KeyError):
+            base = None
+    if base is None and "dataset" not in overrides and kind == "kubernetes":
+        raise SnapshotNotFoundError(f"no run record for snapshot {snap.id} (job {job_name!r} is not in the job "
+                                    "registry): pass the training settings as overrides (dataset=..., volumes=...)")
+    spec = retrain_spec(base, snap, new_volume, kind, overrides)
+    restored = store.restore(snap.id, new_volume)
+    if kind == "local":
+        spec = spec.replace(dataset=restored)
+    return submit(spec, registry=registry)
