@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 from lanenb_trainer.errors import UserError
 
-from lanenb.jobs import Job, RunState, get_job
+from lanenb.analysis.runstate import RunState
+from lanenb.jobs import Job, get_job
 from lanenb.analysis.runstate import format_duration
 from lanenb.tables import Table
 

@@ -25,7 +25,7 @@ PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 CLEAN_POD_POLICIES = ("Running", "All", "None")
 
 # one name rule set for the spec and the Kubernetes backend (kube_rules.name_problem)
-from lanenb.contract.kube_rules import RFC1123_LABEL, RFC1123_SUBDOMAIN, name_problem, parse_secret_ref, toleration_problem  # noqa: E402,F401
+from lanenb.kube.rules import RFC1123_LABEL, RFC1123_SUBDOMAIN, name_problem, parse_secret_ref, toleration_problem  # noqa: E402,F401
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Kubernetes resource.Quantity: a decimal number, then a binary/decimal SI suffix or an exponent.
 _QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][-+]?\d+)?$")
