@@ -8,9 +8,10 @@ import platform
 def cpu_name() -> str:
     """The CPU model from /proc/cpuinfo (or the platform's processor string)."""
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return platform.processor() or "unknown CPU"

@@ -26,10 +26,11 @@ from pathlib import Path
 import cv2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "trainer"))
-from benchutil import cpu_label  # noqa: E402  (bench/ is on sys.path)
-from lanenb_trainer.data.loader import worker_init  # noqa: E402
-from lanenb_trainer.data.synth import synthesize  # noqa: E402
-from lanenb_trainer.data.tusimple import TuSimpleDataset  # noqa: E402
+from benchutil import cpu_label
+
+from lanenb_trainer.data.loader import worker_init
+from lanenb_trainer.data.synth import synthesize
+from lanenb_trainer.data.tusimple import TuSimpleDataset
 
 
 def rate(fn, n: int) -> tuple[float, float]:
@@ -71,8 +72,8 @@ def main() -> int:
         decode, pipeline, pipeline_float = [], [], []
         for r in range(args.rounds):
             decode.append(rate(lambda i: cv2.imread(paths[i]), n))
-            pipeline.append(rate(lambda i: ds[(r, i)], n))
-            pipeline_float.append(rate(lambda i: ds_float[(r, i)], n))
+            pipeline.append(rate(lambda i, r=r: ds[(r, i)], n))  # round r: its own augmentation draw
+            pipeline_float.append(rate(lambda i, r=r: ds_float[(r, i)], n))
         d_cpu, d_wall = max(v[0] for v in decode), max(v[1] for v in decode)
         p_cpu, p_wall = max(v[0] for v in pipeline), max(v[1] for v in pipeline)
         f_cpu, f_wall = max(v[0] for v in pipeline_float), max(v[1] for v in pipeline_float)

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import cpu_name  # noqa: E402
+from benchutil import cpu_name
 
 
 def _events(lines, kind: str, rank: int | None = None) -> list:
@@ -134,44 +134,47 @@ def check_message_passing(shape: tuple[int, int, int, int], repeats: int) -> dic
 
 def check_vgg16_throughput(batch: int, iters: int) -> dict:
     """Images/s of scnn_vgg16 training steps at 288x800 (AMP on and off)."""
+    out: dict = {"batch": batch}
+    for amp in (True, False):
+        key = "amp" if amp else "fp32"
+        out[f"images_per_s_{key}"], out[f"loss_finite_{key}"] = _vgg16_rate(batch, iters, amp)
+        torch.cuda.empty_cache()
+    out["ok"] = out["loss_finite_amp"] and out["loss_finite_fp32"]
+    return out
+
+
+def _vgg16_rate(batch: int, iters: int, amp: bool) -> tuple[float, bool]:
+    """(images/s, every loss finite) of ``iters`` timed training steps after 3 warm-up steps."""
     from lanenb_trainer.models import build_model
     from lanenb_trainer.recipe import scnn_loss
 
     dev = torch.device("cuda")
-    out: dict = {"batch": batch}
-    for amp in (True, False):
-        torch.manual_seed(0)
-        model = build_model("vgg16", input_size=(288, 800)).to(dev).train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        scaler = torch.amp.GradScaler("cuda", enabled=amp)
-        x = torch.randn(batch, 3, 288, 800, device=dev)
-        mask = torch.randint(0, 5, (batch, 288, 800), device=dev)
-        exist = torch.randint(0, 2, (batch, 4), device=dev).float()
+    torch.manual_seed(0)
+    model = build_model("vgg16", input_size=(288, 800)).to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp)
+    x = torch.randn(batch, 3, 288, 800, device=dev)
+    mask = torch.randint(0, 5, (batch, 288, 800), device=dev)
+    exist = torch.randint(0, 2, (batch, 4), device=dev).float()
 
-        def step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> float:
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", enabled=amp):
-                seg, ex = model(x)
-                loss, _, _ = scnn_loss(seg, ex, mask, exist)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            return float(loss)
+    def step() -> float:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", enabled=amp):
+            seg, ex = model(x)
+            loss, _, _ = scnn_loss(seg, ex, mask, exist)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return float(loss)
 
-        for _ in range(3):
-            step(model, opt)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        losses = [step(model, opt) for _ in range(iters)]
-        torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
-        key = "amp" if amp else "fp32"
-        out[f"images_per_s_{key}"] = batch * iters / dt
-        out[f"loss_finite_{key}"] = all(math.isfinite(v) for v in losses)
-        del model, opt
-        torch.cuda.empty_cache()
-    out["ok"] = out["loss_finite_amp"] and out["loss_finite_fp32"]
-    return out
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    losses = [step() for _ in range(iters)]
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    return batch * iters / dt, all(math.isfinite(v) for v in losses)
 
 
 def main(argv: list[str] | None = None) -> int:

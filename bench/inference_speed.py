@@ -19,10 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchutil import cpu_name  # noqa: E402  (bench/ is on sys.path)
-
 import numpy as np
 import torch
+from benchutil import cpu_name
 
 
 def checkpoint(backbone: str, size: tuple[int, int], folder: Path) -> Path:

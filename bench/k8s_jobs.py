@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "k8s"))
 
-from k8s_harness import start_emulator, warm_up  # noqa: E402
 from fake_operator import FakeCluster  # noqa: E402
+from k8s_harness import start_emulator, warm_up  # noqa: E402
 
 from lanenb.backends.kubernetes.backend import KubernetesBackend  # noqa: E402
 from lanenb.contract.spec import TrainSpec  # noqa: E402

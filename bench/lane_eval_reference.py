@@ -9,7 +9,11 @@ beyond the official "Format of lanes" check: feed it valid records only.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the plain-Python baseline needs no numpy; only the official cost model imports it
+    import numpy as np
 
 PIXEL_THRESH = 20.0
 POINT_THRESH = 0.85
@@ -113,7 +117,7 @@ def evaluate_reference(
 # (Python 2, ujson). With scikit-learn installed the fit is its LinearRegression, as there.
 
 
-def _angle_lstsq(xs: "np.ndarray", ys: "np.ndarray") -> float:
+def _angle_lstsq(xs: np.ndarray, ys: np.ndarray) -> float:
     import numpy as np
 
     vis = xs >= 0

@@ -23,9 +23,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "multihost"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from benchutil import cpu_name
-from cluster_support import cleanup_leftovers, prepare_machine, unavailable
-from multihost_support import cluster_for, make_spec
+# found through the sys.path entries above (the test helpers are not a package)
+from benchutil import cpu_name  # noqa: E402
+from cluster_support import cleanup_leftovers, prepare_machine, unavailable  # noqa: E402
+from multihost_support import cluster_for, make_spec  # noqa: E402
 
 
 def run(volume: Path, work: Path, engine: str, ranks: int, steps: int, link: tuple[str, float] | None = None):

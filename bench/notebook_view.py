@@ -27,12 +27,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from benchutil import cpu_name, percentile  # noqa: E402  (bench/ is on sys.path)
+from benchutil import cpu_name, percentile
 
 
 def history_memory_mb(steps: int = 100_000, lines: int = 1_000_000) -> tuple[float, int, int]:
-    from lanenb.contract.backend import LogLine
     from lanenb.analysis.runstate import RunState
+    from lanenb.contract.backend import LogLine
     from lanenb_trainer.events import Event
 
     tracemalloc.start()

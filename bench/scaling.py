@@ -33,7 +33,7 @@ def worker(args: argparse.Namespace) -> None:
 
     from lanenb_trainer.engines import get_engine
     from lanenb_trainer.models import build_model
-    from lanenb_trainer.train import scnn_loss
+    from lanenb_trainer.recipe import scnn_loss
 
     os.environ["LANENB_THREADS"] = "1"
     eng = get_engine(args.engine).init()

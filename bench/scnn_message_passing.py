@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn
-
 from benchutil import cpu_label
+
 from lanenb_trainer.models.message_passing import MessagePassing, plain_message_passing, slice_rows
 from lanenb_trainer.models.row_conv import auto_algorithm
 

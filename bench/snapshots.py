@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from benchutil import cpu_name  # noqa: E402
+from benchutil import cpu_name
 
-from lanenb.snapshots.local import ResticStore  # noqa: E402
+from lanenb.snapshots.local import ResticStore
 
 
 def du(path: Path) -> int:

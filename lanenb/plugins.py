@@ -9,7 +9,8 @@ A "module:attribute" string defers the import to the first lookup.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Generic, TypeVar, Union
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from lanenb_trainer.errors import UserError
 
@@ -31,13 +32,13 @@ class Registry(Generic[T]):
         error: the error class raised (a ``UserError`` subclass with a standard second base).
     """
 
-    def __init__(self, kind: str, entries: dict[str, Union[Callable[..., T], str]] | None = None,
+    def __init__(self, kind: str, entries: dict[str, Callable[..., T] | str] | None = None,
                  error: type[Exception] = RegistryError) -> None:
         self.kind = kind
-        self.entries: dict[str, Union[Callable[..., T], str]] = dict(entries or {})
+        self.entries: dict[str, Callable[..., T] | str] = dict(entries or {})
         self.error = error
 
-    def register(self, name: str, factory: Union[Callable[..., T], str]) -> None:
+    def register(self, name: str, factory: Callable[..., T] | str) -> None:
         """Make ``name`` usable; a later registration of the same name replaces the earlier one."""
         if not isinstance(name, str) or not name.strip():
             raise self.error(f"{self.kind} name must be a non-empty string, got {name!r}")

@@ -11,21 +11,29 @@ export interface IUtilisation {
   last: { [key: string]: number };
 }
 
+/** One row of lanenb.analysis.summary.job_summary: the same fields %lanejobs and
+ * `lanenb jobs list` format. A job whose state could not be read has `error` set, state
+ * "unknown" and the rest null. */
 export interface IJobSummary {
   name: string;
   backend: string;
   created: number | null;
+  age_s: number | null;
+  run_dir: string | null;
   state: string;
-  reason?: string | null;
-  progress?: number | null;
-  step?: number;
-  total_steps?: number | null;
-  accuracy?: number | null;
-  loss?: number | null;
-  summary?: string;
+  reason: string | null;
+  status: string;
+  progress: number | null;
+  step: number | null;
+  total_steps: number | null;
+  eta_s: number | null;
+  accuracy: number | null;
+  accuracy_split: 'test' | 'val' | null;
+  loss: number | null;
+  summary: string | null;
   utilisation: IUtilisation;
   final: boolean;
-  error?: string;
+  error: string | null;
 }
 
 export interface IUpdate {
@@ -36,19 +44,14 @@ export interface IUpdate {
   display?: string | null;
 }
 
-export interface IUpdateBatch {
-  updates: IUpdate[];
-  cursor: string;
-  final: boolean;
-  status: { state: string; reason?: string | null } | null;
-}
-
 export interface ISeries {
   x: number[];
   y: number[];
 }
 
-export interface IMetrics {
+/** The job's reduced state (RunState.to_dict of the server's one state per job): what the
+ * charts and the panel's status line draw. */
+export interface IRunState {
   name: string;
   state: string;
   step: number;
@@ -58,6 +61,24 @@ export interface IMetrics {
   series: { [name: string]: ISeries };
   epochs: { [name: string]: ISeries };
   system: { [rank: string]: { [name: string]: ISeries } };
+}
+
+export interface IUpdateBatch {
+  updates: IUpdate[];
+  cursor: string;
+  final: boolean;
+  status: { state: string; reason?: string | null } | null;
+  /** Present when the request asked for it (`state: true`). */
+  state?: IRunState;
+}
+
+/** How to read the update stream: `wait` seconds of long poll (at most 25), `tail` lines to
+ * start with when there is no cursor yet (the live end, not the log's start), `state` to
+ * have the reduced state sent along. */
+export interface IUpdateOptions {
+  wait?: number;
+  tail?: number;
+  state?: boolean;
 }
 
 export interface ISnapshot {
@@ -100,17 +121,15 @@ export async function requestAPI<T>(
     URLExt.join(settings.baseUrl, 'lanenb', path) + (qs ? `?${qs}` : '');
   const response = await ServerConnection.makeRequest(url, init, settings);
   const text = await response.text();
-  let data: any = null;
+  let data: unknown;
   try {
     data = text ? JSON.parse(text) : null;
   } catch {
     data = { message: text };
   }
   if (!response.ok) {
-    throw new APIError(
-      (data && data.message) || response.statusText,
-      response.status
-    );
+    const message = (data as { message?: string } | null)?.message;
+    throw new APIError(message || response.statusText, response.status);
   }
   return data as T;
 }
@@ -119,11 +138,13 @@ const enc = encodeURIComponent;
 
 export const api = {
   jobs: () => requestAPI<{ jobs: IJobSummary[] }>('jobs'),
-  updates: (name: string, cursor: string | null) =>
+  updates: (name: string, cursor: string | null, opts: IUpdateOptions = {}) =>
     requestAPI<IUpdateBatch>(`jobs/${enc(name)}/updates`, {}, {
-      cursor: cursor ?? undefined
+      cursor: cursor ?? undefined,
+      wait: opts.wait ? String(opts.wait) : undefined,
+      tail: cursor === null && opts.tail !== undefined ? String(opts.tail) : undefined,
+      state: opts.state ? '1' : undefined
     }),
-  metrics: (name: string) => requestAPI<IMetrics>(`jobs/${enc(name)}/metrics`),
   stop: (name: string) =>
     requestAPI<{ status: { state: string } }>(`jobs/${enc(name)}/stop`, {
       method: 'POST',

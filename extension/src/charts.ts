@@ -1,4 +1,7 @@
-// Small SVG charts: a sparkline for the jobs list, a line chart for the job panel.
+// Small SVG charts: a sparkline for the jobs list, line charts for the job panel (drawn from
+// the reduced state the panel's update stream carries).
+import { IRunState } from './api';
+
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 function svg(width: number, height: number, cls: string): SVGSVGElement {
@@ -92,4 +95,28 @@ export function lineChart(
     )
   );
   return box;
+}
+
+/** The job panel's charts from the job's reduced state: loss, images/s, val accuracy and
+ * rank 0's utilisation (GPU when it has one, else CPU), each when the run has it. */
+export function runCharts(state: IRunState): HTMLElement[] {
+  const charts: HTMLElement[] = [];
+  const loss = state.series.loss;
+  charts.push(lineChart('loss', loss?.x ?? [], loss?.y ?? []));
+  const ips = state.series.images_per_s;
+  if (ips) {
+    charts.push(lineChart('images/s', ips.x, ips.y));
+  }
+  const val = state.epochs.val_accuracy;
+  if (val) {
+    charts.push(lineChart('val accuracy', val.x, val.y));
+  }
+  const rank0 = state.system['0'];
+  const util = rank0?.gpu_util ?? rank0?.cpu_percent;
+  if (util) {
+    charts.push(
+      lineChart(rank0.gpu_util ? 'GPU util % (rank 0)' : 'CPU % (rank 0)', util.x, util.y)
+    );
+  }
+  return charts;
 }

@@ -1,14 +1,17 @@
 // A job's main-area panel: status line, Stop, charts (loss, throughput, utilisation,
-// validation accuracy) and the live log, read from the same resumable update stream as
-// the notebook view (Job.poll cursors).
+// validation accuracy) and the live log, all from one stream: the job's update stream (the
+// notebook view's Job.poll cursors, long-polled), whose replies carry the server's reduced
+// state of the job when asked, so the charts need no second request.
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { api } from './api';
-import { lineChart } from './charts';
+import { api, IRunState } from './api';
+import { runCharts } from './charts';
 import { confirmStop } from './sidebar';
 
 const MAX_LOG_LINES = 2000;
+const LONG_POLL_S = 20; // under the server's 25 s limit and common proxy idle timeouts
+const CHARTS_EVERY_MS = 3000; // the reduced state is a few KB per series: not with every line
 
 export class JobPanel extends Widget {
   constructor(readonly jobName: string) {
@@ -49,26 +52,59 @@ export class JobPanel extends Widget {
     super.dispose();
   }
 
-  private async tick(): Promise<void> {
-    if (!this._final) {
-      const batch = await api.updates(this.jobName, this._cursor);
-      this._cursor = batch.cursor;
-      this.appendLog(batch.updates.map(u => u.display).filter(Boolean) as string[]);
-      if (batch.status) {
-        this._state = batch.status.state;
-      }
-      this._final = batch.final;
+  /** One read of the stream at a time: a refresh (after Stop) while a long poll is out joins
+   * it instead of reading the same cursor twice (which would log lines twice). */
+  private tick(): Promise<void> {
+    if (!this._reading) {
+      this._reading = this.read().finally(() => {
+        this._reading = null;
+      });
     }
-    const now = Date.now();
-    if (this._final ? !this._chartsFinal : now - this._chartsAt > 3000) {
-      this._chartsAt = now;
-      this._chartsFinal = this._final;
-      await this.drawCharts();
+    return this._reading;
+  }
+
+  private async read(): Promise<void> {
+    const first = this._cursor === null;
+    const chartsDue = this._final || Date.now() - this._chartsAt >= CHARTS_EVERY_MS;
+    const batch = await api.updates(this.jobName, this._cursor, {
+      tail: MAX_LOG_LINES, // a new panel starts at the live end, not at the log's first line
+      // charts owed for lines already shown are fetched now rather than with the next line
+      wait: first || this._final || (chartsDue && this._chartsOwed) ? 0 : LONG_POLL_S,
+      state: first || chartsDue
+    });
+    if (this.isDisposed) {
+      return;
     }
+    this._cursor = batch.cursor;
+    this.appendLog(batch.updates.map(u => u.display).filter(Boolean) as string[]);
+    if (batch.status) {
+      this._state = batch.status.state;
+    }
+    this._final = batch.final;
+    if (batch.state) {
+      this._run = batch.state;
+      this._chartsAt = Date.now();
+      this._chartsOwed = false;
+      this._chartsFinal = batch.final;
+      this._charts.replaceChildren(...runCharts(batch.state));
+    } else if (batch.updates.length > 0) {
+      this._chartsOwed = true;
+    }
+    this.drawStatus();
     this._stop.hidden = this._final;
     if (this._final && this._chartsFinal) {
       await this._poll.stop();
     }
+  }
+
+  private drawStatus(): void {
+    const run = this._run;
+    const state = this._state || run?.state || '';
+    const steps = run?.total_steps ? ` · step ${run.step}/${run.total_steps}` : '';
+    const acc =
+      run && run.accuracy !== null ? ` · accuracy ${run.accuracy.toFixed(4)}` : '';
+    this._status.textContent = `${this.jobName}: ${state}${steps}${acc}`;
+    this._status.dataset.state = state;
   }
 
   private appendLog(lines: string[]): void {
@@ -87,37 +123,13 @@ export class JobPanel extends Widget {
     }
   }
 
-  private async drawCharts(): Promise<void> {
-    const m = await api.metrics(this.jobName);
-    const acc = m.accuracy === null ? '' : ` · accuracy ${m.accuracy.toFixed(4)}`;
-    const steps = m.total_steps ? ` · step ${m.step}/${m.total_steps}` : '';
-    this._status.textContent = `${this.jobName}: ${this._state || m.state}${steps}${acc}`;
-    this._status.dataset.state = this._state || m.state;
-    const charts: HTMLElement[] = [];
-    const loss = m.series.loss;
-    charts.push(lineChart('loss', loss?.x ?? [], loss?.y ?? []));
-    const ips = m.series.images_per_s;
-    if (ips) {
-      charts.push(lineChart('images/s', ips.x, ips.y));
-    }
-    const val = m.epochs.val_accuracy;
-    if (val) {
-      charts.push(lineChart('val accuracy', val.x, val.y));
-    }
-    const rank0 = m.system['0'];
-    const util = rank0?.gpu_util ?? rank0?.cpu_percent;
-    if (util) {
-      charts.push(
-        lineChart(rank0.gpu_util ? 'GPU util % (rank 0)' : 'CPU % (rank 0)', util.x, util.y)
-      );
-    }
-    this._charts.replaceChildren(...charts);
-  }
-
   private _cursor: string | null = null;
   private _final = false;
   private _state = '';
+  private _run: IRunState | null = null;
+  private _reading: Promise<void> | null = null;
   private _chartsAt = 0;
+  private _chartsOwed = false;
   private _chartsFinal = false;
   private readonly _lines: string[] = [];
   private readonly _status: HTMLDivElement;

@@ -20,34 +20,18 @@ from lanenb_trainer.events import Event
 
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.series import BucketSeries
+from lanenb.launch.lines import LogLine
 
 if TYPE_CHECKING:
     from lanenb.jobs.job import Job
     from lanenb.jobs.updates import Update
-    from lanenb.contract.backend import LogLine
     from lanenb.contract.status import JobStatus
 
-__all__ = ["RunState", "LogEntry", "SYSTEM_FIELDS", "tail_state", "format_duration"]
+__all__ = ["RunState", "SYSTEM_FIELDS", "tail_state", "format_duration"]
 
 # per-rank system samples kept as series (GPU fields only appear on GPU ranks)
 SYSTEM_FIELDS = ("cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb")
 _RATE_WINDOW = 20  # step events used for the ETA's rate
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One kept log line: ``rank`` None for launcher/supervisor lines; ``error`` marks what the
-    view highlights (an ``error`` event, a Python traceback line, mpirun's abort notice)."""
-
-    rank: int | None
-    text: str
-    error: bool = False
-
-
-def _is_error_text(text: str) -> bool:
-    t = text.lstrip()
-    return (t.startswith(("Traceback (most recent call last)", "ERROR", "Error:", "RuntimeError"))
-            or "error:" in t[:80].lower() and not t.startswith("@lanenb"))
 
 
 @dataclass
@@ -117,7 +101,7 @@ class RunState:
         if update.status is not None:
             self.fold_status(update.status)
         if update.line is not None:
-            self.fold_line(update.line, update.event)
+            self.fold_line(update.line)
         return self
 
     def apply_all(self, updates: Iterable["Update"]) -> "RunState":
@@ -129,18 +113,20 @@ class RunState:
         self.state = status.state.value
         self.reason = status.reason
 
-    def fold_line(self, line: "LogLine", event: Event | None = None) -> None:
-        """A log line; its event (if any) is folded too, plain lines go to the log pane."""
+    def fold_line(self, line: LogLine) -> None:
+        """A log line; its event (``line.event``, if any) is folded too and goes to the log pane
+        in the console's words; plain lines go to the log pane as they are."""
         self.lines_seen += 1
+        event = line.event
         if event is not None:
             self.fold(event)
             text = event_text(event)  # the console's wording; system samples are charted instead
             if text is not None:
                 rank = line.rank if line.rank is not None else event.rank
-                self.logs.append(LogEntry(rank, text.splitlines()[0] if event.kind == "error" else text,
-                                          event.kind == "error"))
+                self.logs.append(LogLine(rank, text.splitlines()[0] if event.kind == "error" else text,
+                                         line.source, line.stream, event=event))
             return
-        self.logs.append(LogEntry(line.rank, line.text, _is_error_text(line.text)))
+        self.logs.append(line)
 
     def fold(self, ev: Event) -> None:
         """One ``@lanenb`` event (docs/EVENTS.md)."""
@@ -268,8 +254,11 @@ class RunState:
 
     @property
     def global_batch(self) -> int | None:
+        """Images per step over all ranks (None until the start event gave batch and ranks)."""
+        from lanenb_trainer.config import global_batch
+
         if self.batch_size and self.world_size:
-            return self.batch_size * self.world_size
+            return global_batch(self.batch_size, self.world_size)
         return None
 
     def accuracy(self) -> float | None:
@@ -280,9 +269,10 @@ class RunState:
             return float(self.val["accuracy"])
         return None
 
-    def log_tail(self, n: int = 20, rank: int | None | str = "all", errors_only: bool = False) -> list[LogEntry]:
-        """The last ``n`` kept lines, optionally of one rank (``None`` = launcher lines)."""
-        out: list[LogEntry] = []
+    def log_tail(self, n: int = 20, rank: int | None | str = "all", errors_only: bool = False) -> list[LogLine]:
+        """The last ``n`` kept lines, optionally of one rank (``None`` = launcher lines); an
+        event's line reads as the console words it, ``error`` marks what views highlight."""
+        out: list[LogLine] = []
         for entry in reversed(self.logs):
             if rank != "all" and entry.rank != rank:
                 continue

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
@@ -48,7 +49,7 @@ def _empty(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def render_run(state: "RunState", title: str = "") -> bytes:
+def render_run(state: RunState, title: str = "") -> bytes:
     """Four panels: loss + LR per step, val accuracy/FP/FN per epoch, throughput, per-rank
     GPU utilisation and memory (CPU % and RSS on ranks without a GPU)."""
     with _LOCK:
@@ -98,7 +99,7 @@ def render_run(state: "RunState", title: str = "") -> bytes:
         return png_bytes(fig)
 
 
-def _render_system(ax, state: "RunState") -> None:
+def _render_system(ax, state: RunState) -> None:
     ranks = sorted(state.system)
     if not ranks:
         _empty(ax, "per-rank system: waiting for samples")
@@ -159,7 +160,7 @@ def render_scaling(report) -> bytes:
         return png_bytes(fig)
 
 
-def render_compare(states: dict[str, "RunState"]) -> bytes:
+def render_compare(states: dict[str, RunState]) -> bytes:
     """Loss per step and validation accuracy per epoch of several runs, overlaid."""
     with _LOCK:
         fig = _figure(10.0, 3.4)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 # module name -> registers one or more top-level commands
 COMMAND_MODULES = ("data", "eval", "train", "demo", "jobs", "notebook", "predict", "snap")

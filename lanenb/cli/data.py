@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("data", help="check, synthesise or preview TuSimple datasets")
     sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
@@ -136,8 +135,8 @@ def cmd_fetch_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from lanenb_trainer.data.culane import check_culane, is_culane_root
     from lanenb_trainer.data.check import check_dataset
+    from lanenb_trainer.data.culane import check_culane, is_culane_root
 
     check = check_culane if is_culane_root(args.dir) else check_dataset  # CULane: list/*.txt + .lines.txt
     problems = check(args.dir, progress=not args.quiet and sys.stderr.isatty())

@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lanenb.analysis.runstate import RunState
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -54,20 +57,29 @@ def _get(name: str):
         return None
 
 
-def _list(args: argparse.Namespace) -> int:
-    from lanenb.jobs import JobState, list_jobs
+def _recorded_state(job: Any, refresh: bool) -> RunState:
+    """The state the registry recorded (no log read, no backend call: a listing of every job
+    stays instant), or with ``refresh`` the backend's answer for a job not yet finished."""
+    from lanenb.analysis.runstate import RunState
+    from lanenb.jobs import JobState
 
+    state = RunState(state=job._record.state)
+    if refresh and not JobState(state.state).finished:
+        state.fold_status(job.status())
+    return state
+
+
+def _list(args: argparse.Namespace) -> int:
+    from lanenb.analysis.summary import job_summaries
+    from lanenb.jobs import list_jobs
+
+    jobs = list_jobs()
+    summaries = job_summaries(jobs, lambda job: _recorded_state(job, args.refresh))
     rows: list[dict[str, Any]] = []
-    for job in list_jobs():
-        rec = job._record
-        state = rec.state
-        if args.refresh and not JobState(state).finished:
-            try:
-                state = job.status().state.value
-            except Exception as exc:  # one broken backend must not hide the other jobs
-                state = f"unknown ({type(exc).__name__}: {exc})"
-        rows.append({"name": rec.name, "backend": rec.backend, "state": state, "created": rec.created,
-                     "run_dir": rec.run_dir, "metrics": rec.metrics})
+    for job, s in zip(jobs, summaries):
+        state = s["status"] if s["error"] else s["state"]  # "unknown (why)" when unreadable
+        rows.append({"name": s["name"], "backend": s["backend"], "state": state, "created": s["created"],
+                     "run_dir": s["run_dir"], "metrics": job._record.metrics})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

@@ -41,7 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from lanenb.inference.predict import Predictor, list_images, predict_images, predict_split, predict_video, write_predictions
+    from lanenb.inference.predict import (
+        Predictor,
+        list_images,
+        predict_images,
+        predict_split,
+        predict_video,
+        write_predictions,
+    )
 
     out = Path(args.out)
     try:

@@ -8,7 +8,7 @@ import sys
 from lanenb_trainer.errors import UserError
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from lanenb.commands.snapshots import add_snap_arguments
 
     parser = subparsers.add_parser("snap", help="list, show, diff, restore, delete, verify and create snapshots",
@@ -18,8 +18,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def _run(args: argparse.Namespace) -> int:
-    from lanenb.snapshots import SnapshotError
     from lanenb.commands.snapshots import run_snap
+    from lanenb.snapshots import SnapshotError
     from lanenb.tables import Table
 
     try:

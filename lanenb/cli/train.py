@@ -16,7 +16,8 @@ from lanenb.errors import UserError
 from lanenb.commands.arguments import add_job_arguments, spec_from_args
 from lanenb.analysis.event_text import event_text
 from lanenb.contract.spec import TrainSpec
-from lanenb.launch.mpirun import LaunchError, OutputLine, launch_env, run_local
+from lanenb.launch.lines import LogLine
+from lanenb.launch.mpirun import LaunchError, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
 
 
@@ -59,7 +60,7 @@ class ConsoleRenderer:
         self.bar = None
         self.total_steps: int | None = None
         self.end_status: str | None = None
-        self.errors: list[OutputLine] = []
+        self.errors: list[LogLine] = []
         self.tty = hasattr(out, "isatty") and out.isatty()
 
     def _write(self, text: str) -> None:
@@ -68,7 +69,7 @@ class ConsoleRenderer:
         else:
             print(text, file=self.out, flush=True)
 
-    def __call__(self, line: OutputLine) -> None:
+    def __call__(self, line: LogLine) -> None:
         ev = line.event
         if self.raw or ev is None:
             self._write(line.tagged())
@@ -103,7 +104,7 @@ class ConsoleRenderer:
             self.bar = None
 
 
-def launch(cfg: TrainConfig, processes: int, *, renderer: Callable[[OutputLine], Any] | None = None,
+def launch(cfg: TrainConfig, processes: int, *, renderer: Callable[[LogLine], Any] | None = None,
            env: dict[str, str] | None = None) -> int:
     """Run a validated config on ``processes`` local ranks; returns the exit status."""
     return run_local(processes, cfg.to_argv(), env=launch_env(extra=env), on_line=renderer)
@@ -140,12 +141,10 @@ def launch_in_console(cfg: TrainConfig, processes: int, renderer: "ConsoleRender
 
 def follow_job(job, renderer: "ConsoleRenderer") -> int:
     """Print a submitted job's log through ``renderer`` until it ends; Ctrl-C detaches."""
-    from lanenb.launch.mpirun import OutputLine as _Line
-
     try:
         for update in job.updates():
             if update.line is not None:
-                renderer(_Line(update.line.rank, "stdout", update.line.text, update.event))
+                renderer(update.line)
     except KeyboardInterrupt:
         print(f"detached: {job.name} keeps running (lanenb jobs cancel {job.name} stops it)", file=sys.stderr)
         return 130

@@ -11,11 +11,14 @@ is overridden only by flags actually on the line.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
-
+from lanenb.contract.fields import coerce_env
+from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
+from lanenb_trainer.flags import to_flags
 
 __all__ = ["add_job_arguments", "spec_from_args", "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS"]
 
@@ -96,8 +99,6 @@ def _trainer_dests(parser: argparse.ArgumentParser) -> list[str]:
 
 def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
     """The ``TrainSpec`` fields the user actually gave (flags left out are not in the dict)."""
-    from lanenb.launch.mpirun import trainer_argv
-
     fields: dict[str, Any] = {}
     k8s: dict[str, Any] = {}
     for _flags, kw in JOB_FLAGS:
@@ -116,17 +117,12 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
             fields[dest] = value
     if k8s:
         fields["k8s"] = k8s
-    extra = trainer_argv(**{d: getattr(ns, d) for d in _trainer_dests(parser) if getattr(ns, d, None) is not None})
+    extra = to_flags({d: getattr(ns, d) for d in _trainer_dests(parser) if getattr(ns, d, None) is not None})
     if extra:
         fields["extra_args"] = extra
     if fields.get("enable_snapshot") and not fields.get("pvc_name") and fields.get("volumes"):
         fields["pvc_name"] = str(fields["volumes"][0]).split(":")[0]
     return fields
-
-
-# RUN:AI guide variables (-e BATCH_SIZE=33): defined beside TrainSpec, which honours them or
-# refuses a conflicting value; the flag layer reads them through these two.
-from lanenb.contract.spec import runai_fields, runai_value  # noqa: E402
 
 
 def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
@@ -144,16 +140,15 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     if "extra_args" in given and data.get("extra_args"):
         given["extra_args"] = list(data["extra_args"]) + given["extra_args"]
     data.update(given)
-    from lanenb.contract.spec import _env
-
     from_env: dict[str, str] = {}
-    for name, (var, value) in runai_fields(_env("env", data.get("env"))).items():
+    for name, (var, value) in runai_fields(coerce_env("env", data.get("env"))).items():
         if name in given and runai_value(name, var, value) != (
                 runai_value(name, var, given[name]) if name != "num_workers" else given[name]):
             flag = next((f[0] for f, kw in JOB_FLAGS if kw.get("dest", f[0].lstrip("-").replace("-", "_")) == name),
                         name)
-            raise SpecError(name, given[name], f"{flag} {given[name]} conflicts with -e {var}={value}: give one of them")
-    for name, (var, value) in runai_fields({**(env or {}), **_env("env", data.get("env"))}).items():
+            raise SpecError(name, given[name],
+                            f"{flag} {given[name]} conflicts with -e {var}={value}: give one of them")
+    for name, (var, value) in runai_fields({**(env or {}), **coerce_env("env", data.get("env"))}).items():
         if name not in data:
             data[name] = value
             from_env[name] = var

@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lanenb.tables import Table
-
 from lanenb.snapshots.base import Snapshot, fmt_size
+from lanenb.tables import Table
 
 __all__ = ["add_snap_arguments", "run_snap", "versions_table", "job_of"]
 

@@ -8,21 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+# the one line type; every backend yields these (re-exported here: it is part of the interface)
+from lanenb.launch.lines import LogLine as LogLine
+
 if TYPE_CHECKING:
     from lanenb.contract.spec import TrainSpec
     from lanenb.contract.status import JobStatus
-
-
-@dataclass(frozen=True)
-class LogLine:
-    """One line of job output. ``rank`` is None for launcher output without a rank tag."""
-
-    rank: int | None
-    text: str
-    source: str = "launcher"
-
-    def __str__(self) -> str:
-        return self.text if self.rank is None else f"[{self.rank}] {self.text}"
 
 
 @dataclass

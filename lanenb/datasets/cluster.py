@@ -19,8 +19,8 @@ __all__ = ["submit_fetch_job", "fetch_to_pvc", "dataset_pvcs", "FetchSpec", "Fet
 
 
 def submit_fetch_job(dataset: str = "tusimple", *, pvc: str, image: str, kubeconfig: str | None = None,
-                     registry: "JobRegistry | None" = None, clients: Clients | None = None,
-                     **fields: Any) -> "Job":
+                     registry: JobRegistry | None = None, clients: Clients | None = None,
+                     **fields: Any) -> Job:
     """Create (or reuse) the PVC, submit the fetch Job and record it as a lanenb job.
 
     Args:
@@ -48,7 +48,7 @@ def submit_fetch_job(dataset: str = "tusimple", *, pvc: str, image: str, kubecon
 
 
 def fetch_to_pvc(dataset: str = "tusimple", *, pvc: str, image: str, timeout: float | None = None,
-                 poll: float = 1.0, **kwargs: Any) -> "Job":
+                 poll: float = 1.0, **kwargs: Any) -> Job:
     """:func:`submit_fetch_job`, then wait until the data is on the PVC.
 
     Returns:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from lanenb_trainer.datasets.fetch import *  # noqa: F401,F403
+from lanenb_trainer.datasets.fetch import *  # noqa: F403
 from lanenb_trainer.datasets.fetch import __all__, main  # noqa: F401
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-from lanenb_trainer.inference import Prediction, PredictError, Predictor
+from lanenb_trainer.inference import PredictError, Prediction, Predictor
 
 __all__ = ["predict", "Prediction", "PredictError", "Predictor", "list_images", "predict_images",
            "predict_video", "predict_split"]
@@ -116,11 +117,19 @@ def _draw(frame: np.ndarray, pred: Prediction) -> np.ndarray:
     return cv2.cvtColor(draw_lanes(rgb, pred.lanes, pred.h_samples), cv2.COLOR_RGB2BGR)
 
 
+def _png(bgr: np.ndarray) -> bytes:
+    """PNG bytes of a BGR frame; a frame OpenCV cannot encode is an error, not an empty file."""
+    import cv2
+
+    ok, buf = cv2.imencode(".png", bgr)
+    if not ok:
+        raise ValueError(f"PNG encoding failed for a {bgr.shape} {bgr.dtype} frame")
+    return buf.tobytes()
+
+
 def predict_images(model: Predictor, paths: Sequence[Path], out: Path, *, batch_size: int = 8,
                    draw: bool = True, root: Path | None = None) -> list[dict]:
     """Predict ``paths``; write ``out/images/<name>.png`` with lanes drawn; return submission lines."""
-    import cv2
-
     from lanenb_trainer.atomic import write_bytes
 
     lines = []
@@ -132,9 +141,8 @@ def predict_images(model: Predictor, paths: Sequence[Path], out: Path, *, batch_
             for frame, pred, name in zip(frames, model(frames, sources=rel), rel):
                 lines.append(pred.to_tusimple(name))
                 if draw:
-                    ok, buf = cv2.imencode(".png", _draw(frame, pred))
                     write_bytes(out / "images" / (Path(name).with_suffix("").as_posix().replace("/", "_") + ".png"),
-                                buf.tobytes())
+                                _png(_draw(frame, pred)))
             bar.update(len(chunk))
     finally:
         bar.close()
@@ -191,8 +199,6 @@ def predict_video(model: Predictor, video: Path, out: Path, *, batch_size: int =
 def predict_split(model: Predictor, root: Path, split: str, out: Path, *, batch_size: int = 8,
                   draw: int = 20) -> tuple[list[dict], dict]:
     """Predict a TuSimple split at its labels' rows; score with the official rules."""
-    import cv2
-
     from lanenb_trainer.atomic import write_bytes
     from lanenb_trainer.data.labels import load_image
     from lanenb_trainer.data.splits import load_split
@@ -211,9 +217,8 @@ def predict_split(model: Predictor, root: Path, split: str, out: Path, *, batch_
             for frame, pred in zip(frames, preds):
                 lines.append(pred.to_tusimple())
                 if len(lines) <= draw:
-                    ok, buf = cv2.imencode(".png", _draw(frame, pred))
                     write_bytes(out / "images" / (pred.source.replace("/", "_").rsplit(".", 1)[0] + ".png"),
-                                buf.tobytes())
+                                _png(_draw(frame, pred)))
             bar.update(len(chunk))
     finally:
         bar.close()

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from lanenb.contract.backend import Backend, LogLine
 from lanenb.contract.backends import BackendError, available_backends, get_backend, register_backend
-from lanenb.jobs.job import Job, default_run_dir, get_job, list_jobs, submit
-from lanenb.home import lanenb_home
-from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRegistry
 from lanenb.contract.spec import KubernetesOptions, SpecError, TrainSpec, VolumeMount
 from lanenb.contract.status import JobState, JobStatus
-from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.contract.validate import Problem, validate
+from lanenb.home import lanenb_home
+from lanenb.jobs.job import Job, default_run_dir, get_job, list_jobs, submit
+from lanenb.jobs.updates import Update, UpdateBatch
+from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRegistry
 
 __all__ = [
     "TrainSpec", "VolumeMount", "KubernetesOptions", "SpecError",

@@ -8,22 +8,20 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
-
-from lanenb_trainer.events import Event, parse_line
+from typing import Any
 
 from lanenb.contract.backend import Backend, LogLine
 from lanenb.contract.backends import get_backend
 from lanenb.contract.redact import redact_spec
-from lanenb.home import default_run_dir, lanenb_home
-from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRecord, JobRegistry
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState, JobStatus
-from lanenb.jobs.updates import Update, UpdateBatch, poll as _poll
-
-if TYPE_CHECKING:
-    from lanenb.analysis.runstate import RunState
+from lanenb.home import default_run_dir
+from lanenb.jobs.updates import Update, UpdateBatch
+from lanenb.jobs.updates import poll as _poll
+from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRecord, JobRegistry
+from lanenb_trainer.events import Event, parse_line
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
 
@@ -40,6 +38,13 @@ def _read_metrics(run_dir: str | None) -> dict[str, Any] | None:
 
 
 class Job:
+    """A submitted training (or dataset fetch) job: status, logs, events, wait, cancel.
+
+    Get one from ``submit``, ``get_job`` or ``list_jobs`` rather than building it: the handle
+    is rebuilt from its registry row each time, which is why it survives a kernel restart and
+    why two kernels holding the same job see the same recorded state.
+    """
+
     def __init__(self, record: JobRecord, registry: JobRegistry | None = None,
                  backend: Backend | None = None) -> None:
         self._registry = registry or JobRegistry()
@@ -60,6 +65,7 @@ class Job:
     # ---------------------------------------------------------------- plumbing
     @property
     def backend(self) -> Backend:
+        """The backend that runs this job, looked up by the name recorded at submit."""
         if self._backend is None:
             self._backend = get_backend(self._record.backend)
         return self._backend
@@ -71,14 +77,19 @@ class Job:
 
     @property
     def backend_name(self) -> str:
+        """``"local"``, ``"kubernetes"``, ...: the name the job was submitted with."""
         return self._record.backend
 
     @property
     def run_dir(self) -> str | None:
+        """Where the ranks write checkpoints, events and ``metrics.json``; for a Kubernetes job
+        a path inside the cluster (on its volume), not on this machine."""
         return self._record.run_dir
 
     @property
     def handle(self) -> dict[str, Any]:
+        """What the backend needs to find the job again (pid, MPIJob name and namespace); a copy,
+        so changing it cannot corrupt the registry row."""
         return dict(self._record.handle)
 
     @property
@@ -98,7 +109,18 @@ class Job:
 
     # ---------------------------------------------------------------- API
     def status(self) -> JobStatus:
-        """Ask the backend (unless the registry already holds a final state) and record it."""
+        """The job's state now, with a reason a person can act on when it is stuck or failed.
+
+        Asks the backend unless the registry already holds a final state (a finished job is
+        never asked again, so a deleted MPIJob cannot turn SUCCEEDED into LOST), and records
+        what it saw, so other kernels and ``list_jobs`` agree.
+
+        Returns:
+            A ``JobStatus``: ``state`` (a ``JobState``), ``reason``, ``started``/``finished``.
+
+        Raises:
+            JobNotFoundError: the job was removed from the registry meanwhile.
+        """
         self._refresh()
         rec = self._record
         if JobState(rec.state).finished and rec.status:
@@ -120,10 +142,31 @@ class Job:
         return status
 
     def logs(self, follow: bool = False, worker: int | None = None) -> Iterator[LogLine]:
+        """The ranks' output lines, from the start.
+
+        Args:
+            follow: keep yielding new lines until the job ends (like ``tail -f``); False stops at
+                the end of what has been written so far.
+            worker: only this rank's lines; ``None`` for all ranks, interleaved as written.
+
+        Returns:
+            An iterator of ``LogLine`` (``rank``, ``text``, ``source``); for a notebook view
+            that resumes where it left off, use ``poll``/``updates`` instead.
+        """
         return self.backend.logs(self.spec, self._record.handle, follow=follow, worker=worker)
 
     def events(self, follow: bool = False) -> Iterator[Event]:
-        """Parsed ``@lanenb`` events from the log lines (the same parser for every backend)."""
+        """The trainer's structured events (``@lanenb`` lines: step, eval, checkpoint, end ...).
+
+        Parsed from ``logs`` with the same parser for every backend, so a chart built on them
+        works for local and Kubernetes jobs alike.
+
+        Args:
+            follow: keep yielding until the job ends; False stops at what has been written.
+
+        Returns:
+            An iterator of ``lanenb_trainer.events.Event``; lines that are not events are skipped.
+        """
         for line in self.logs(follow=follow):
             event = parse_line(line.text)
             if event is not None:
@@ -153,7 +196,19 @@ class Job:
     def updates(self, cursor: str | None = None, *, follow: bool = True, interval: float = 0.5
                 ) -> Iterator[Update]:
         """Iterate over ``poll`` batches: the history after ``cursor``, then (with ``follow``)
-        the live tail until the job is final. Each update's ``cursor`` resumes after it."""
+        the live tail until the job is final. Each update's ``cursor`` resumes after it.
+
+        Args:
+            cursor: where to start (see ``poll``); ``None`` for the whole history.
+            follow: wait for new output until the job is final; False stops after the history.
+            interval: seconds between polls while nothing new arrives.
+
+        Returns:
+            An iterator of ``Update`` (a status change, or log lines with their events).
+
+        Raises:
+            SpecError: ``cursor`` is not one this API returned.
+        """
         while True:
             batch = self.poll(cursor)
             yield from batch.updates
@@ -166,6 +221,10 @@ class Job:
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobStatus:
         """Block until the job finishes, or is suspended.
 
+        Args:
+            timeout: the most seconds to wait; ``None`` waits as long as it takes.
+            poll: seconds between status checks.
+
         Returns:
             The final status (succeeded, failed, cancelled, lost), or the SUSPENDED status: a
             suspended job does nothing until someone calls ``resume()``, so waiting longer
@@ -173,6 +232,7 @@ class Job:
 
         Raises:
             TimeoutError: still going after ``timeout`` seconds.
+            ValueError: ``timeout`` is negative.
         """
         if timeout is not None and timeout < 0:
             raise ValueError(f"timeout={timeout!r}: must be >= 0 seconds or None")
@@ -220,8 +280,15 @@ class Job:
         return JobStatus.from_dict(rec.status) if rec.status else JobStatus(JobState(rec.state))
 
     def snapshots(self) -> list[Any]:
-        """The snapshots this job made (``--snapshot``): its run dir and dataset, as
-        ``lanenb.snapshots.Snapshot`` objects, oldest first; ones deleted since are left out."""
+        """The snapshots this job made (``--snapshot``): its run dir and dataset.
+
+        Returns:
+            ``lanenb.snapshots.Snapshot`` objects, oldest first; ones deleted since are left out
+            (a deleted snapshot is not an error here: the list is what can still be restored).
+
+        Raises:
+            SnapshotError: a snapshot store cannot be reached (restic missing, cluster down).
+        """
         from lanenb.snapshots import SnapshotNotFoundError, get_store
 
         out = []
@@ -240,6 +307,12 @@ class Job:
         return out
 
     def suspend(self) -> None:
+        """Stop the ranks but keep the job, to free the GPUs and ``resume()`` later.
+
+        Raises:
+            NotImplementedError: the backend cannot suspend (local jobs).
+            KubernetesError: the MPIJob is gone, or the cluster refused the change.
+        """
         self.backend.suspend(self.spec, self._record.handle)
 
     def resume(self, from_checkpoint: bool = True) -> None:
@@ -260,6 +333,13 @@ class Job:
         resume(self.spec, self._record.handle, from_checkpoint=from_checkpoint)
 
     def describe(self) -> dict[str, Any]:
+        """Everything known about the job, for debugging or a bug report.
+
+        Returns:
+            The registry row (spec with secret values redacted, state, times, metrics, handle)
+            and ``backend_detail`` from the backend (MPIJob, pods, events); a backend that cannot
+            answer gives ``{"error": ...}`` there instead of hiding the rest.
+        """
         self._refresh()
         rec = self._record
         info = {
@@ -282,8 +362,24 @@ class Job:
 def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_opts: Any) -> Job:
     """Record the job, start it on its backend and return at once.
 
-    ``spec`` is a ``TrainSpec``, or another spec with ``name``, ``backend`` and ``to_dict()``
-    that its backend runs (``lanenb.datasets.FetchSpec``: the dataset fetch Job)."""
+    The job is recorded before it starts, so a kernel that dies right after ``submit`` still
+    finds it with ``get_job``; a start that fails is recorded as FAILED with the reason.
+
+    Args:
+        spec: a ``TrainSpec``, or another spec with ``name``, ``backend`` and ``to_dict()``
+            that its backend runs (``lanenb.datasets.FetchSpec``: the dataset fetch Job).
+        registry: the job registry to record in; default the one under ``lanenb_home()``.
+        **backend_opts: passed to the backend's constructor (e.g. ``kubeconfig=``).
+
+    Returns:
+        The ``Job``, already running (local) or pending (Kubernetes).
+
+    Raises:
+        TypeError: ``spec`` is not a spec.
+        BackendError: no backend of that name.
+        UserError: the backend refused the spec (``validate``: dataset missing, no cluster ...).
+        JobExistsError: a job of that name exists (choose another ``name``, or delete it).
+    """
     if not isinstance(spec, TrainSpec) and not (getattr(spec, "name", None) and getattr(spec, "backend", None)
                                                 and callable(getattr(spec, "to_dict", None))):
         raise TypeError(f"submit() takes a TrainSpec, got {type(spec).__name__}")
@@ -326,11 +422,32 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
 
 
 def get_job(name: str, *, registry: JobRegistry | None = None) -> Job:
+    """The job of that name, as submitted from this or any earlier kernel.
+
+    Args:
+        name: the job's name (``TrainSpec.name``, shown by ``list_jobs`` and ``lanenb jobs``).
+        registry: the job registry to read; default the one under ``lanenb_home()``.
+
+    Returns:
+        A ``Job`` as capable as the one ``submit`` returned (logs, wait, cancel ...).
+
+    Raises:
+        JobNotFoundError: no job of that name.
+    """
     registry = registry or JobRegistry()
     return Job(registry.get(name), registry)
 
 
 def list_jobs(*, registry: JobRegistry | None = None) -> list[Job]:
+    """Every recorded job, whatever its backend or state.
+
+    Args:
+        registry: the job registry to read; default the one under ``lanenb_home()``.
+
+    Returns:
+        ``Job`` handles in the registry's order; their specs are parsed only when used, so one
+        odd old row cannot break the listing.
+    """
     registry = registry or JobRegistry()
     return [Job(rec, registry) for rec in registry.list()]
 

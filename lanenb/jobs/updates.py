@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lanenb_trainer.events import Event, parse_line
+from lanenb_trainer.events import Event
 
 from lanenb.contract.backend import LogChunk, LogLine
 from lanenb.errors import SpecError
@@ -31,7 +31,8 @@ __all__ = ["Update", "UpdateBatch", "poll", "split_cursor", "LogChunk"]
 @dataclass(frozen=True)
 class Update:
     """A status change (``status``) or one log line (``line``, with ``event`` when the line
-    carries an ``@lanenb`` event). ``cursor`` resumes the stream right after this update."""
+    carries an ``@lanenb`` event: ``line.event``, the same object, parsed once).
+    ``cursor`` resumes the stream right after this update."""
 
     cursor: str
     status: JobStatus | None = None
@@ -77,6 +78,6 @@ def poll(job: "Job", cursor: str | None = None, *, max_lines: int = 5000,
     if new_state != state_key:
         updates.append(Update(cursor=f"{new_state}|{log_cursor or ''}", status=status))
     for line, line_cursor in chunk.lines:
-        updates.append(Update(cursor=f"{new_state}|{line_cursor}", line=line, event=parse_line(line.text)))
+        updates.append(Update(cursor=f"{new_state}|{line_cursor}", line=line, event=line.event))
     final = status.state.finished and chunk.complete
     return UpdateBatch(updates, f"{new_state}|{chunk.cursor or ''}", final, status)

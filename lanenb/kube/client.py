@@ -12,19 +12,20 @@ a pod the service account's namespace, else ``default``.
 
 from __future__ import annotations
 
-from lanenb_trainer.errors import UserError
-
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+
+from lanenb_trainer.errors import UserError
 
 __all__ = [
     "KubernetesError", "KubernetesConfigError", "KubernetesUnreachableError", "KubernetesAPIError",

@@ -50,6 +50,6 @@ def event_problem(events: list[dict[str, Any]]) -> str | None:
         reason = event.get("reason") or ""
         if reason in _BLOCKING:
             obj = event.get("involvedObject") or {}
-            return f"{_BLOCKING[reason]} ({reason} on {obj.get('kind', 'object')} {obj.get('name')}): " \
-                   f"{(event.get('message') or '').strip()}"
+            return (f"{_BLOCKING[reason]} ({reason} on {obj.get('kind', 'object')} {obj.get('name')}): "
+                    f"{(event.get('message') or '').strip()}")
     return None

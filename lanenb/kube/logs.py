@@ -10,7 +10,8 @@ from __future__ import annotations
 import calendar
 import json
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -83,7 +84,7 @@ class StampCursor:
         return "" if self.last is None else f"{self.last[0]}.{self.last[1]}Z~{self.seen}"
 
     @classmethod
-    def decode(cls, text: str | None) -> "StampCursor":
+    def decode(cls, text: str | None) -> StampCursor:
         if not text:
             return cls()
         stamp, sep, seen = text.rpartition("~")

@@ -8,9 +8,8 @@ not even reject it: it records an event and never creates a pod.
 
 from __future__ import annotations
 
-from lanenb_trainer.errors import UserError
-
 from lanenb.kube.rules import LABEL_MAX, SUBDOMAIN_MAX, mpijob_name_problem, name_problem
+from lanenb_trainer.errors import UserError
 
 __all__ = ["InvalidNameError", "check_label", "check_subdomain", "check_mpijob_name", "LABEL_MAX", "SUBDOMAIN_MAX"]
 

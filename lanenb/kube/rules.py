@@ -10,7 +10,8 @@ checks it. The rules are apimachinery's ``IsDNS1123Label``, ``IsDNS1123Subdomain
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["RFC1123_LABEL", "RFC1123_SUBDOMAIN", "DNS1035_LABEL", "LABEL_MAX", "SUBDOMAIN_MAX", "name_problem",
            "mpijob_name_problem", "toleration_problem", "reserved_mount", "SECRET_REF", "parse_secret_ref"]
@@ -25,12 +26,12 @@ _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 _KINDS = {
-    "label": (RFC1123_LABEL, LABEL_MAX, "an RFC 1123 label: lowercase letters, digits and '-', starting and "
-              "ending with a letter or digit"),
-    "subdomain": (RFC1123_SUBDOMAIN, SUBDOMAIN_MAX, "an RFC 1123 name: lowercase letters, digits, '-' and '.', "
-                  "dot-separated parts that start and end with a letter or digit"),
-    "dns1035": (DNS1035_LABEL, LABEL_MAX, "a DNS-1035 label: lowercase letters, digits and '-', starting with a "
-                "letter and ending with a letter or digit"),
+    "label": (RFC1123_LABEL, LABEL_MAX, ("an RFC 1123 label: lowercase letters, digits and '-', starting and "
+                                         "ending with a letter or digit")),
+    "subdomain": (RFC1123_SUBDOMAIN, SUBDOMAIN_MAX, ("an RFC 1123 name: lowercase letters, digits, '-' and '.', "
+                                                     "dot-separated parts that start and end with a letter or digit")),
+    "dns1035": (DNS1035_LABEL, LABEL_MAX, ("a DNS-1035 label: lowercase letters, digits and '-', starting with a "
+                                           "letter and ending with a letter or digit")),
 }
 
 

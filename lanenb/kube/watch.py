@@ -8,12 +8,20 @@ reported once.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from lanenb.kube.client import RETRYABLE_STATUS, Clients, MPIJOB_GROUP, MPIJOB_PLURAL, MPIJOB_VERSION, _is_transport_error
+from lanenb.kube.client import (
+    MPIJOB_GROUP,
+    MPIJOB_PLURAL,
+    MPIJOB_VERSION,
+    RETRYABLE_STATUS,
+    Clients,
+    _is_transport_error,
+)
 
 __all__ = ["watch_mpijob"]
 

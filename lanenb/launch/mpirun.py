@@ -3,12 +3,8 @@
 Reusable pieces for every launcher: :func:`build_mpirun_argv` (an argv list, never a shell
 string), :func:`trainer_argv`, :func:`start_local` (mpirun in its own process group, so a
 notebook kernel restart does not kill it and Ctrl-C/cancel reaches every rank),
-:func:`iter_output` and :func:`stop`. :func:`run_local` puts them together for the CLI.
-
-Why a parser and not ``line.split``: with ``--tag-output`` Open MPI forwards rank output in
-chunks of at most ~4 KiB and tags every chunk, so one long line of rank 0 can arrive as
-``[1,0]<stdout>:part1`` … ``[1,1]<stdout>:other line`` … ``[1,0]<stdout>:part2``.
-:class:`TaggedOutputParser` reassembles whole lines per rank and stream.
+:func:`stop_ranks` and :func:`stop`. :func:`run_local` puts them together for the CLI, with
+``lanenb.launch.lines.iter_output`` turning mpirun's tagged output into whole lines.
 """
 
 from __future__ import annotations
@@ -24,35 +20,19 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Mapping, Sequence
 
-from lanenb_trainer.events import Event, parse_line
+from lanenb.launch.procs import send_signal, terminate
+from lanenb.launch.lines import LogLine, iter_output
+from lanenb.launch.lines import TaggedOutputParser as TaggedOutputParser  # re-exported: it was defined here
 
 TRAINER_MODULE = "lanenb_trainer"
 # Variables every rank needs, exported with -x (remote ranks only see what is exported).
 DEFAULT_EXPORTS = ("MASTER_ADDR", "MASTER_PORT", "PYTHONUNBUFFERED")
 
-_TAG = re.compile(r"\[\d+,(\d+)\]<(stdout|stderr)>:")
-
 
 class LaunchError(UserError, RuntimeError):
     """mpirun is missing or the launch request is invalid."""
-
-
-@dataclass(frozen=True)
-class OutputLine:
-    """One whole line from a rank (``rank`` is None for mpirun's own messages)."""
-
-    rank: int | None
-    stream: str  # "stdout" | "stderr" | "mpirun"
-    text: str
-    event: Event | None = None
-
-    def tagged(self) -> str:
-        """The line as users read it: ``[rank] text``."""
-        who = "mpirun" if self.rank is None else str(self.rank)
-        return f"[{who}] {self.text}"
 
 
 def find_mpirun(mpirun: str = "mpirun") -> str:
@@ -72,17 +52,12 @@ def free_port() -> int:
 
 def trainer_argv(**options: Any) -> list[str]:
     """Trainer flags from keyword options: ``batch_size=4`` → ``--batch-size 4``;
-    ``True`` → ``--flag``, ``False`` → ``--no-flag``, ``None`` → omitted."""
-    argv: list[str] = []
-    for key, value in options.items():
-        if value is None:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            argv.append(flag if value else "--no-" + key.replace("_", "-"))
-        else:
-            argv += [flag, str(value)]
-    return argv
+    ``True`` → ``--flag``, ``False`` → ``--no-flag`` (nothing for a switch without a ``--no-``
+    form), ``None`` → omitted. The trainer's own spelling (``lanenb_trainer.flags.to_flags``),
+    so the launcher and ``TrainConfig.to_argv`` cannot disagree."""
+    from lanenb_trainer.flags import to_flags
+
+    return to_flags(options)
 
 
 def build_mpirun_argv(
@@ -181,49 +156,6 @@ def start_local(processes: int, trainer_args: Sequence[str], *, env: Mapping[str
     )
 
 
-class TaggedOutputParser:
-    """Turns raw ``--tag-output`` lines into whole per-rank lines (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self._partial: dict[tuple[int, str], str] = {}
-
-    def feed(self, raw: str) -> list[OutputLine]:
-        raw = raw.rstrip("\n").rstrip("\r")
-        tags = list(_TAG.finditer(raw))
-        if not tags:
-            return [_line(None, "mpirun", raw)] if raw.strip() else []
-        out: list[OutputLine] = []
-        head = raw[: tags[0].start()]
-        if head.strip():
-            out.append(_line(None, "mpirun", head))
-        for i, m in enumerate(tags):
-            key = (int(m.group(1)), m.group(2))
-            end = tags[i + 1].start() if i + 1 < len(tags) else len(raw)
-            text = self._partial.pop(key, "") + raw[m.end():end]
-            if i + 1 < len(tags):
-                self._partial[key] = text  # chunk ended mid-line; more of it comes later
-            else:
-                out.append(_line(key[0], key[1], text.rstrip("\r")))
-        return out
-
-    def flush(self) -> list[OutputLine]:
-        out = [_line(r, s, t) for (r, s), t in self._partial.items() if t]
-        self._partial.clear()
-        return out
-
-
-def _line(rank: int | None, stream: str, text: str) -> OutputLine:
-    return OutputLine(rank, stream, text, parse_line(text))
-
-
-def iter_output(stream: Iterable[str]) -> Iterator[OutputLine]:
-    """Whole lines with their rank from mpirun's (merged) output."""
-    parser = TaggedOutputParser()
-    for raw in stream:
-        yield from parser.feed(raw)
-    yield from parser.flush()
-
-
 def stop_ranks(mpirun_pid: int, ranks: Sequence[Any], grace: float, *, sig: int = signal.SIGTERM,
                say: Callable[[str], None] | None = None) -> int:
     """Give each rank exactly one ``sig`` and ``grace`` seconds, then SIGKILL; returns how
@@ -234,43 +166,19 @@ def stop_ranks(mpirun_pid: int, ranks: Sequence[Any], grace: float, *, sig: int 
     signal by terminating at once, either of which would cut off a rank that is still
     writing its last checkpoint and its ``end(status=cancelled)`` event. The ranks' output
     waits in their pipes and is forwarded when mpirun continues. ``ranks`` are
-    ``psutil.Process`` objects (mpirun's direct children).
+    ``psutil.Process`` objects (mpirun's direct children); the sequence is
+    ``lanenb.launch.procs.terminate``.
     """
-    import psutil
 
-    def running(proc: Any) -> bool:
-        try:
-            return proc.status() != psutil.STATUS_ZOMBIE  # a zombie has stopped: mpirun reaps it later
-        except psutil.Error:
-            return False
-
-    def wait_gone(procs: list[Any], seconds: float) -> list[Any]:
-        deadline = time.monotonic() + seconds
-        while True:
-            procs = [p for p in procs if running(p)]
-            if not procs or time.monotonic() >= deadline:
-                return procs
-            time.sleep(0.05)
-
-    _kill(mpirun_pid, signal.SIGSTOP)
-    try:
-        for proc in ranks:
-            try:
-                proc.send_signal(sig)  # the trainer turns it into end(status=cancelled)
-            except psutil.Error:
-                pass
-        alive = wait_gone(list(ranks), grace)
-        if alive and say is not None:
+    def tell(alive: list[Any]) -> None:
+        if say is not None:
             say(f"{len(alive)} rank(s) still running after {grace:g} s: SIGKILL")
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        wait_gone(alive, 5.0)
-        return len(alive)
+
+    send_signal(mpirun_pid, signal.SIGSTOP)
+    try:
+        return len(terminate(ranks, grace, sig=sig, on_kill=tell))
     finally:
-        _kill(mpirun_pid, signal.SIGCONT)
+        send_signal(mpirun_pid, signal.SIGCONT)
 
 
 def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> int:
@@ -290,27 +198,13 @@ def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTE
     try:
         proc.wait(timeout=grace + 5)
     except subprocess.TimeoutExpired:
-        _killpg(proc.pid, signal.SIGKILL)
+        send_signal(proc.pid, signal.SIGKILL, group=True)
         proc.wait()
     return proc.returncode
 
 
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def run_local(processes: int, trainer_args: Sequence[str], *, env: Mapping[str, str] | None = None,
-              on_line: Callable[[OutputLine], None] | None = None, grace: float = 10.0,
+              on_line: Callable[[LogLine], None] | None = None, grace: float = 10.0,
               cwd: str | None = None, python: str = sys.executable,
               program: Sequence[str] | None = None) -> int:
     """Run the ranks to completion, calling ``on_line`` for every line; returns the exit status.
@@ -320,16 +214,17 @@ def run_local(processes: int, trainer_args: Sequence[str], *, env: Mapping[str, 
     on_line = on_line or (lambda line: print(line.tagged(), flush=True))
     proc = start_local(processes, trainer_args, env=env if env is not None else launch_env(), cwd=cwd,
                        python=python, program=program)
-    assert proc.stdout is not None
+    out = proc.stdout
+    assert out is not None
     interrupted = False
     try:
-        for line in iter_output(proc.stdout):
+        for line in iter_output(out):
             on_line(line)
         proc.wait()
     except KeyboardInterrupt:
         interrupted = True
         # the reader thread keeps draining so ranks never block on a full pipe while stopping
-        threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
+        threading.Thread(target=lambda: [None for _ in out], daemon=True).start()
         stop(proc, grace=grace)
     finally:
         if proc.poll() is None:

@@ -16,14 +16,14 @@ from typing import Any
 
 import cv2
 import ipywidgets as widgets
+import numpy as np
 
+from lanenb.charts.png import render_histogram
 from lanenb.errors import UserError
+from lanenb.notebook.fallback import StaticFallback
 from lanenb_trainer.data.check import check_dataset
 from lanenb_trainer.data.preview import preview_grid
 from lanenb_trainer.data.splits import SPLITS, load_split
-
-from lanenb.charts.png import render_histogram
-from lanenb.notebook.fallback import StaticFallback
 
 __all__ = ["DatasetPreview", "DatasetError", "encode_png"]
 
@@ -32,7 +32,8 @@ class DatasetError(UserError, ValueError):
     """The path is not a dataset the preview can read; the message names it."""
 
 
-def encode_png(rgb) -> bytes:
+def encode_png(rgb: np.ndarray) -> bytes:
+    """An RGB image as PNG bytes, for ``ipywidgets.Image`` and the static (nbconvert) fallback."""
     ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     if not ok:  # pragma: no cover - only for an unencodable array
         raise ValueError("PNG encoding failed")
@@ -42,6 +43,9 @@ def encode_png(rgb) -> bytes:
 class DatasetPreview(StaticFallback, widgets.VBox):
     """Frames with lanes, split sizes, lanes-per-frame histogram and ``data check`` problems.
 
+    A look at the data before spending GPU hours on it: bad labels and empty splits show here,
+    not as a crash in epoch 1.
+
     Args:
         path: a dataset root in TuSimple layout.
         n: frames in the grid (1..64).
@@ -50,6 +54,8 @@ class DatasetPreview(StaticFallback, widgets.VBox):
         fetch: a dataset name (``"tusimple"``): adds a Fetch button with a progress bar that runs
             ``lanenb.fetch_dataset(fetch, to=path, **fetch_options)``; ``path`` may then be absent
             or empty, and the preview appears when the fetch ends.
+        fetch_options: more keyword arguments for ``fetch_dataset`` (``parts``, ``urls``, ``mirrors`` ...).
+        **kwargs: passed to ``ipywidgets.VBox`` (``layout`` ...).
 
     Raises:
         DatasetError: ``path`` is not a directory (and no ``fetch``) or has no label files, or

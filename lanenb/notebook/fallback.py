@@ -35,7 +35,7 @@ class StaticFallback:
         bundle["text/plain"] = self.static_text()
         return bundle
 
-    def show(self) -> "StaticFallback":
+    def show(self) -> StaticFallback:
         """Display in the current cell; later ``refresh_display`` calls replace this output."""
         from IPython.display import display
 

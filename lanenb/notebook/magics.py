@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 from typing import Any, Callable
 
 import yaml
@@ -23,7 +22,8 @@ from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_ar
 from lanenb.errors import UserError
 from lanenb.jobs import Job, get_job, list_jobs, submit
 from lanenb.commands.arguments import add_job_arguments, spec_from_args
-from lanenb.analysis.runstate import format_duration, tail_state
+from lanenb.analysis.runstate import format_duration
+from lanenb.analysis.summary import job_summaries
 from lanenb.tables import Table
 
 __all__ = ["LaneMagics", "load_ipython_extension", "train_parser", "resolve_job"]
@@ -155,7 +155,7 @@ class LaneMagics(Magics):
         job = submit(spec)
         where = "this machine" if job.backend.runs_here else f"{spec.backend} (namespace {job.handle.get('namespace')})"
         print(f"launched {job.name} on {where}: {spec.processes} process(es) x {max(spec.gpus, 0)} GPU(s), "
-              f"batch {spec.batch_size} per rank = global batch {spec.batch_size * spec.processes}; "
+              f"batch {spec.batch_size} per rank = global batch {spec.global_batch}; "
               f"run dir {job.run_dir}")
         view = JobView(job, start=False)
         view.show()
@@ -316,7 +316,7 @@ def _dry_run(spec: Any) -> None:
 
     problems = validate(spec)
     print(f"spec: {spec.processes} process(es) x {spec.gpus} GPU(s), batch {spec.batch_size} per rank = "
-          f"global batch {spec.batch_size * spec.processes}, {spec.epochs} epoch(s), engine {spec.engine}, "
+          f"global batch {spec.global_batch}, {spec.epochs} epoch(s), engine {spec.engine}, "
           f"backbone {spec.backbone}, backend {spec.backend}")
     for problem in problems:
         print(f"problem: {problem}")
@@ -344,24 +344,21 @@ class JobTable:
     COLUMNS = ("name", "backend", "status", "progress", "accuracy", "age")
 
     def __init__(self, jobs: list[Job]) -> None:
-        self.rows = [self._row(job) for job in jobs]
+        self.rows = [self._row(summary) for summary in job_summaries(jobs)]
 
     @staticmethod
-    def _row(job: Job) -> dict[str, str]:
-        try:
-            state = tail_state(job)
-            status = state.state + (f" ({state.reason})" if state.reason and state.state != "running" else "")
-            progress = f"{state.progress:.0%}" if state.progress is not None else "-"
-            if state.state == "running" and state.eta_s is not None:
-                progress += f" (ETA {format_duration(state.eta_s)})"
-            acc = state.accuracy()
-            accuracy = "-" if acc is None else f"{acc:.4f}" + (" test" if state.test else " val")
-        except Exception as exc:  # one broken job must not hide the others
-            status, progress, accuracy = f"unknown ({type(exc).__name__}: {exc})", "-", "-"
-        created = job.created
-        age = format_duration(time.time() - created) if created else "-"
-        return {"name": job.name, "backend": job.backend_name, "status": status, "progress": progress,
-                "accuracy": accuracy, "age": age}
+    def _row(summary: dict[str, Any]) -> dict[str, str]:
+        """The text columns of one ``job_summary`` row (the fields every face shares)."""
+        progress = "-"
+        if summary["progress"] is not None:
+            progress = f"{summary['progress']:.0%}"
+            if summary["eta_s"] is not None:
+                progress += f" (ETA {format_duration(summary['eta_s'])})"
+        acc = summary["accuracy"]
+        accuracy = "-" if acc is None else f"{acc:.4f} {summary['accuracy_split']}"
+        age = "-" if summary["age_s"] is None else format_duration(summary["age_s"])
+        return {"name": summary["name"], "backend": summary["backend"], "status": summary["status"],
+                "progress": progress, "accuracy": accuracy, "age": age}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()

@@ -16,11 +16,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lanenb.contract.spec import BACKBONES, ENGINES
 from lanenb.errors import UserError
 from lanenb.jobs import Job, TrainSpec, available_backends, get_backend, submit, validate
-from lanenb.contract.spec import BACKBONES, ENGINES
-
 from lanenb.notebook.view import JobView
+from lanenb_trainer.config import global_batch
 
 __all__ = ["TrainPanel"]
 
@@ -30,11 +30,18 @@ PVC_MOUNT = "/mnt/data"  # where the chosen PVC is mounted in every rank
 class TrainPanel(widgets.VBox):
     """Pick dataset, backend, ranks, GPUs, batch size, epochs, engine and backbone; Launch / Stop.
 
+    The form is checked with the same ``validate`` as ``%lanetrain`` and ``lanenb train`` after
+    every change, so Launch is only enabled for a spec that ``submit`` would accept; the launched
+    job is shown below the form in a ``JobView`` and is in ``panel.job``.
+
     Args:
         backend: initial backend (``local`` or ``kubernetes``).
         dataset: initial dataset path (local) or PVC name (Kubernetes).
         namespace: Kubernetes namespace for PVCs and jobs.
         **defaults: other initial ``TrainSpec`` fields (``processes``, ``batch_size``, ...).
+
+    Raises:
+        traitlets.TraitError: ``backend`` is not one of ``available_backends()``.
     """
 
     def __init__(self, backend: str = "local", dataset: str | None = None, namespace: str = "default",
@@ -114,7 +121,12 @@ class TrainPanel(widgets.VBox):
         self.check(note)
 
     def spec_fields(self) -> dict[str, Any]:
-        """The ``TrainSpec`` fields the form describes now (unchecked)."""
+        """The ``TrainSpec`` fields the form describes now (unchecked), e.g. to copy into code.
+
+        Returns:
+            A dict for ``TrainSpec.from_dict``: the controls' values over the ``**defaults``;
+            on Kubernetes the chosen PVC becomes a volume mounted at ``/mnt/data``.
+        """
         fields: dict[str, Any] = dict(self._defaults)
         fields.update(backend=self.backend.value, processes=self.processes.value, gpus=self.gpus.value,
                       batch_size=self.batch_size.value, epochs=self.epochs.value, engine=self.engine.value,
@@ -141,7 +153,14 @@ class TrainPanel(widgets.VBox):
         return fields
 
     def check(self, note: str = "") -> list[Any]:
-        """Validate the form; Launch is enabled only when nothing is wrong."""
+        """Validate the form; Launch is enabled only when nothing is wrong.
+
+        Args:
+            note: a line shown above the problems (e.g. why the backend's capacity is unknown).
+
+        Returns:
+            The problems (``lanenb.contract.validate.Problem``), empty when the spec can launch.
+        """
         fields = self.spec_fields()
         extra_error = fields.pop("_extra_error", None)
         problems = validate(fields)
@@ -156,7 +175,7 @@ class TrainPanel(widgets.VBox):
 
             problems.insert(0, Problem("extra_args", self.extra.value, f"trainer flags {self.extra.value!r}: {extra_error}"))
         self.problems = problems
-        self.global_batch.value = (f"global batch {self.batch_size.value * self.processes.value}"
+        self.global_batch.value = (f"global batch {global_batch(self.batch_size.value, self.processes.value)}"
                                    if isinstance(self.batch_size.value, int) else "")
         running = self.job is not None and not self.job.status().state.finished
         self.launch.disabled = bool(problems) or running

@@ -19,13 +19,12 @@ import numpy as np
 
 from lanenb.errors import UserError
 from lanenb.jobs import Job
+from lanenb.notebook.dataset import encode_png
+from lanenb.notebook.fallback import StaticFallback
 from lanenb_trainer.data.labels import load_image
 from lanenb_trainer.data.preview import draw_lanes
 from lanenb_trainer.evaluation.jsonl import read_json_lines
 from lanenb_trainer.evaluation.lane_eval import FrameScore, evaluate
-
-from lanenb.notebook.dataset import encode_png
-from lanenb.notebook.fallback import StaticFallback
 
 __all__ = ["PredictionViewer", "PredictionError"]
 
@@ -42,7 +41,7 @@ class PredictionError(UserError, ValueError):
     """The run has no predictions or ground truth to compare; the message says what is missing."""
 
 
-def _run_paths(source: "Job | str | os.PathLike[str]", data: str | None) -> tuple[Path, Path, Path]:
+def _run_paths(source: Job | str | os.PathLike[str], data: str | None) -> tuple[Path, Path, Path]:
     if isinstance(source, Job):
         if not source.run_dir:
             raise PredictionError(f"job {source.name!r} has no run directory on this machine")
@@ -72,11 +71,16 @@ def _run_paths(source: "Job | str | os.PathLike[str]", data: str | None) -> tupl
 class PredictionViewer(StaticFallback, widgets.VBox):
     """Per-frame accuracy/FP/FN of a run's test predictions, worst first, with lanes drawn.
 
+    One accuracy number hides where the model fails (night, curves, occlusion); the worst
+    frames, drawn, show it. A run stopped before its test evaluation is predicted now from its
+    checkpoint (on the CPU), so the viewer works on any run that saved one.
+
     Args:
-        job_or_run_dir: a finished ``Job`` or its run directory.
+        job_or_run_dir: a finished ``Job`` or its run directory (on this machine).
         data: dataset root (default: the one in the run's ``config.json``).
         sort: one of ``PredictionViewer.SORTS`` (default worst accuracy first).
         rows: frames listed.
+        **kwargs: passed to ``ipywidgets.VBox`` (``layout`` ...).
 
     Raises:
         PredictionError: no predictions, no ground truth, or a bad argument.
@@ -84,7 +88,7 @@ class PredictionViewer(StaticFallback, widgets.VBox):
 
     SORTS = tuple(SORT_KEYS)
 
-    def __init__(self, job_or_run_dir: "Job | str | os.PathLike[str]", data: str | None = None,
+    def __init__(self, job_or_run_dir: Job | str | os.PathLike[str], data: str | None = None,
                  sort: str = "worst accuracy first", rows: int = 50, **kwargs: Any) -> None:
         if sort not in SORT_KEYS:
             raise PredictionError(f"sort={sort!r}: must be one of {', '.join(SORT_KEYS)}")
@@ -121,7 +125,11 @@ class PredictionViewer(StaticFallback, widgets.VBox):
         self._static = self._worst_grid()
 
     def ordered(self) -> list[FrameScore]:
-        """Frames in the chosen order (the Select's order)."""
+        """Frames in the chosen order (the Select's order), to read the scores in code.
+
+        Returns:
+            Every test frame's ``FrameScore`` (accuracy, fp, fn, matched lanes ...).
+        """
         return sorted(self.result.frames, key=SORT_KEYS[self.sort.value])
 
     def _list(self) -> None:
@@ -132,7 +140,19 @@ class PredictionViewer(StaticFallback, widgets.VBox):
             self.frames.value = frames[0].raw_file
 
     def draw(self, raw_file: str, width: int | None = None) -> np.ndarray:
-        """RGB frame with ground truth (thin white) and predicted lanes (colour)."""
+        """RGB frame with ground truth (thin white) and predicted lanes (colour), e.g. for a report.
+
+        Args:
+            raw_file: the frame's ``raw_file`` as in the label file (see ``ordered()``).
+            width: scale to this many pixels wide; ``None`` keeps the frame's size.
+
+        Returns:
+            An ``(H, W, 3)`` uint8 RGB array.
+
+        Raises:
+            KeyError: ``raw_file`` is not a test frame of this dataset.
+            OSError: the image file cannot be read.
+        """
         gt, pred = self._gt[raw_file], self._pred.get(raw_file, {"lanes": []})
         img = cv2.cvtColor(load_image(self.data_root / raw_file), cv2.COLOR_BGR2RGB)
         img = draw_lanes(img, gt["lanes"], gt["h_samples"], thickness=1, colours=[(255, 255, 255)])
@@ -171,7 +191,7 @@ class PredictionViewer(StaticFallback, widgets.VBox):
         return self._static
 
     def static_text(self) -> str:
-        lines = [f"{self.run_dir}: accuracy {self.result.accuracy:.4f} FP {self.result.fp:.4f} "
-                 f"FN {self.result.fn:.4f} over {len(self.result.frames)} frames; worst frames:"]
+        lines = [(f"{self.run_dir}: accuracy {self.result.accuracy:.4f} FP {self.result.fp:.4f} "
+                  f"FN {self.result.fn:.4f} over {len(self.result.frames)} frames; worst frames:")]
         lines += [f"  acc {f.accuracy:.3f} FP {f.fp:.2f} FN {f.fn:.2f} {f.raw_file}" for f in self.result.worst(10)]
         return "\n".join(lines)

@@ -14,10 +14,10 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lanenb.commands.snapshots import job_of, registry_links, versions_table
 from lanenb.errors import UserError
 from lanenb.snapshots import SnapshotError, SnapshotStore, get_store
 from lanenb.snapshots.base import fmt_size
-from lanenb.commands.snapshots import job_of, registry_links, versions_table
 
 __all__ = ["SnapshotBrowser"]
 
@@ -25,11 +25,18 @@ __all__ = ["SnapshotBrowser"]
 class SnapshotBrowser(widgets.VBox):
     """Browse, diff and restore snapshots.
 
+    The buttons are the same operations as ``lanenb.snapshots`` and ``lanenb snapshots``, shown
+    as a table to pick from; an operation that fails shows a red line instead of a traceback,
+    so a typo in a name does not lose the panel.
+
     Args:
         backend: "local" (default) or "kubernetes", or a store object.
         volume: only the snapshots of this directory / PVC.
         labels: only snapshots with these labels (e.g. ``{"job": "lane-1"}``).
         **opts: store options (Kubernetes: ``namespace``, ``context``, ``kubeconfig``).
+
+    Raises:
+        StoreError: no store of that name.
     """
 
     def __init__(self, backend: str | SnapshotStore = "local", *, volume: str | None = None,
@@ -73,6 +80,7 @@ class SnapshotBrowser(widgets.VBox):
         self.message.value = f"<span>{html.escape(text)}</span>"
 
     def refresh(self) -> None:
+        """Read the store again (after snapshots were made or deleted elsewhere)."""
         try:
             self.snapshots = self.store.list(self.volume, self.labels)
             links = registry_links()
@@ -80,10 +88,11 @@ class SnapshotBrowser(widgets.VBox):
             self._error(exc)
             return
         self.table.value = versions_table(self.snapshots, links).html()
-        self.pick.options = [(f"{s.id}  {s.name}  job={job_of(s, links)}  acc={s.labels.get('accuracy', '-')}  "
-                              f"{s.created_text}  {fmt_size(s.size)}", s.id) for s in self.snapshots]
+        self.pick.options = [((f"{s.id}  {s.name}  job={job_of(s, links)}  acc={s.labels.get('accuracy', '-')}  "
+                               f"{s.created_text}  {fmt_size(s.size)}"), s.id) for s in self.snapshots]
 
     def diff_selected(self) -> None:
+        """Show the files that differ between the two picked versions (older -> newer)."""
         chosen = list(self.pick.value)
         if len(chosen) != 2:
             self._error(ValueError(f"pick exactly two versions to diff (picked {len(chosen)})"))
@@ -101,6 +110,12 @@ class SnapshotBrowser(widgets.VBox):
         self._info("")
 
     def start_restore(self, retrain: bool = False) -> None:
+        """Ask for the new volume's name for the picked version; nothing happens until Confirm.
+
+        Args:
+            retrain: after the restore, submit a job with the settings of the run that made the
+                snapshot (``lanenb.retrain``).
+        """
         chosen = list(self.pick.value)
         what = "retrain from" if retrain else "restore"
         if len(chosen) != 1:
@@ -115,6 +130,12 @@ class SnapshotBrowser(widgets.VBox):
         self.confirm_box.layout.display = "none"
 
     def confirm_restore(self) -> str | None:
+        """Restore (and with Retrain, submit) now: the Confirm button.
+
+        Returns:
+            The line shown as the result, or ``None`` when nothing was done (the reason is shown
+            in red: nothing picked, no name, target exists ...).
+        """
         chosen = list(self.pick.value)
         target = self.new_name.value.strip()
         if len(chosen) != 1 or not target:

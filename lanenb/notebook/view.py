@@ -19,23 +19,26 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from lanenb.jobs.job import Job
 from lanenb.analysis.runstate import RunState, format_duration
-
 from lanenb.charts.png import render_run
+from lanenb.jobs.job import Job
 from lanenb.notebook.fallback import StaticFallback
 
 __all__ = ["JobView"]
 
 # the newest view of each job in this kernel: a second view starts from its state and cursor
-_VIEWS: "weakref.WeakValueDictionary[str, JobView]" = weakref.WeakValueDictionary()
+_VIEWS: weakref.WeakValueDictionary[str, JobView] = weakref.WeakValueDictionary()
 
 _STATE_COLOURS = {"running": "#1565c0", "pending": "#6d6d6d", "succeeded": "#2e7d32", "failed": "#c62828",
                   "cancelled": "#ef6c00", "suspended": "#6d6d6d", "restarting": "#ef6c00", "unknown": "#6d6d6d"}
 
 
 class JobView(StaticFallback, widgets.VBox):
-    """Live view of ``job``.
+    """Live view of ``job``: status, progress and ETA, per-rank table, charts and logs.
+
+    Polls from a background thread, so the notebook stays usable while the job trains; a second
+    view of the same job in this kernel starts from the first one's state instead of replaying
+    the whole log.
 
     Args:
         job: the ``Job`` to watch (from ``submit``, ``get_job`` or ``%lanetrain``).
@@ -43,7 +46,12 @@ class JobView(StaticFallback, widgets.VBox):
             within about half a second (nvdashboard refreshes at 1 s).
         chart_interval: seconds between chart redraws while running (charts are the costly part).
         log_lines: lines shown in the log pane (the state keeps more).
-        start: start the background thread now.
+        start: start the background thread now (False: call ``start()`` once it is displayed).
+        **kwargs: passed to ``ipywidgets.VBox`` (``layout`` ...).
+
+    Raises:
+        SpecError: ``job`` is not a ``Job``.
+        ValueError: ``refresh`` is below 0.1 s.
     """
 
     def __init__(self, job: Job, *, refresh: float = 0.5, chart_interval: float = 2.0, log_lines: int = 200,
@@ -102,6 +110,7 @@ class JobView(StaticFallback, widgets.VBox):
 
     # ------------------------------------------------------------------ thread
     def start(self) -> None:
+        """Start the polling thread (again, after ``finish()``); does nothing while it runs."""
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
@@ -125,7 +134,15 @@ class JobView(StaticFallback, widgets.VBox):
             self._stop.wait(max(0.0, delay - (time.monotonic() - t0)))
 
     def update(self) -> bool:
-        """Poll once, fold, redraw; True once the job is final (then the charts are final too)."""
+        """Poll once, fold, redraw: what the thread does every ``refresh`` seconds, callable
+        by hand when the view was made with ``start=False``.
+
+        Returns:
+            True once the job is final (then the charts are final too).
+
+        Raises:
+            Exception: whatever reading the job raised (the thread shows it and retries).
+        """
         batch = self.job.poll(self.cursor)
         with self._lock:
             self.state.apply_all(batch.updates)
@@ -147,7 +164,13 @@ class JobView(StaticFallback, widgets.VBox):
     def finish(self, timeout: float = 60.0) -> bool:
         """Stop the thread and bring the view to the job's final state now, on this thread
         (what ``%lanetrain --wait`` does before the cell ends, so a headless run saves it).
-        Returns True if the job was final within ``timeout`` seconds."""
+
+        Args:
+            timeout: the most seconds to wait for the job to become final.
+
+        Returns:
+            True if the job was final within ``timeout`` seconds.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=max(self.refresh_s * 3, 5.0))
@@ -167,6 +190,7 @@ class JobView(StaticFallback, widgets.VBox):
 
     @property
     def running(self) -> bool:
+        """The polling thread is alive (False once the job is final or the view is closed)."""
         return self._thread is not None and self._thread.is_alive()
 
     # ------------------------------------------------------------------ drawing

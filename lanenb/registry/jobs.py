@@ -18,21 +18,20 @@ Two rules hold for every writer:
 
 from __future__ import annotations
 
-from lanenb_trainer.errors import UserError
-
-import errno
 import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from lanenb.contract.redact import redact_spec
-from lanenb.home import lanenb_home, make_private_dir
 from lanenb.contract.status import JobState
+from lanenb.home import lanenb_home, make_private_dir
+from lanenb_trainer.errors import UserError
 
 __all__ = ["lanenb_home", "make_private_dir", "JobRecord", "JobRegistry", "JobExistsError", "JobNotFoundError"]
 

@@ -11,24 +11,22 @@ executor, never on the server's event loop.
 
 from __future__ import annotations
 
-import collections
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
+from lanenb.analysis.runstate import tail_state
+from lanenb.analysis.summary import job_summaries, job_summary
 from lanenb.errors import UserError
-from lanenb.analysis.runstate import RunState, tail_state
-from lanenb.jobs import Job, get_job, list_jobs
-from lanenb.analysis.event_text import event_text
-from lanenb.jobs.updates import Update
+from lanenb.jobs import get_job, list_jobs
+from lanenb.server.feeds import MAX_LINES, Feeds
 
 __all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
-           "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot", "MAX_LINES"]
+           "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot", "MAX_LINES", "FEEDS"]
 
-MAX_LINES = 2000          # the most log lines one updates request returns
-SPARK_POINTS = 30         # utilisation samples per job in the jobs list
 _TAIL_LINES = 400         # log lines read per job for the jobs list (``tail_state``)
+
+FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by every client
 
 
 class ConfirmationError(UserError, ValueError):
@@ -36,47 +34,19 @@ class ConfirmationError(UserError, ValueError):
 
 
 # ---------------------------------------------------------------------------- jobs
-def _utilisation(state: RunState) -> dict[str, Any]:
-    """The newest system samples of the lowest rank: GPU utilisation when the rank has a GPU,
-    else CPU percent (what the sidebar's sparkline draws)."""
-    if not state.system:
-        return {"metric": None, "values": [], "last": {}}
-    rank = min(state.system)
-    table = state.system[rank]
-    metric = "gpu_util" if "gpu_util" in table else "cpu_percent" if "cpu_percent" in table else None
-    values = table[metric].y[-SPARK_POINTS:] if metric else []
-    last = {k: v for k, v in state.system_last.get(rank, {}).items() if k in ("gpu_util", "cpu_percent", "t")}
-    return {"metric": metric, "rank": rank, "values": values, "last": last}
-
-
-def _summary(job: Job) -> dict[str, Any]:
-    state = tail_state(job, _TAIL_LINES)
-    return {
-        "name": job.name, "backend": job.backend_name, "created": job.created,
-        "state": state.state, "reason": state.reason, "progress": state.progress,
-        "step": state.step, "total_steps": state.total_steps, "accuracy": state.accuracy(),
-        "loss": state.loss, "summary": state.summary(), "utilisation": _utilisation(state),
-        "final": state.finished or state.state == "lost",
-    }
+def _tail_state(job: Any) -> Any:
+    return tail_state(job, _TAIL_LINES)
 
 
 def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
-    """Jobs newest first, each with state, progress, accuracy and its latest utilisation.
+    """Jobs newest first: ``job_summary`` rows (state, progress, accuracy, latest utilisation).
 
     A job whose status cannot be read (a cluster that is unreachable) is listed with an
     ``error`` instead of hiding the others."""
     if not isinstance(limit, int) or limit < 1:
         raise UserError(f"limit={limit!r}: must be an integer >= 1")
     jobs = sorted(list_jobs(), key=lambda j: j.created or 0.0, reverse=True)[:limit]
-    out = []
-    for job in jobs:
-        try:
-            out.append(_summary(job))
-        except Exception as exc:  # one broken job must not blank the sidebar
-            out.append({"name": job.name, "backend": job.backend_name, "created": job.created,
-                        "state": "unknown", "error": f"{type(exc).__name__}: {exc}", "final": False,
-                        "utilisation": {"metric": None, "values": [], "last": {}}})
-    return out
+    return job_summaries(jobs, _tail_state)
 
 
 def job_detail(name: str) -> dict[str, Any]:
@@ -87,7 +57,7 @@ def job_detail(name: str) -> dict[str, Any]:
     """
     job = get_job(name)
     info = job.describe()
-    info["summary"] = _summary(job)
+    info["summary"] = job_summary(job, _tail_state(job))
     info["snapshots"] = [s.to_dict() for s in job.snapshots()]
     return info
 
@@ -109,85 +79,41 @@ def stop_job(name: str, confirm: Any) -> dict[str, Any]:
     return {"name": name, "status": job.cancel().to_dict()}
 
 
-def _update_dict(update: Update) -> dict[str, Any]:
-    out: dict[str, Any] = {"cursor": update.cursor}
-    if update.status is not None:
-        out["status"] = update.status.to_dict()
-    if update.line is not None:
-        out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source}
-        text = update.line.text
-        if update.event is not None:
-            out["event"] = update.event.to_dict()
-            text = event_text(update.event)  # None for system samples: charted, not logged
-        out["display"] = text
-    return out
+def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES, *,
+                tail: int | None = None) -> dict[str, Any]:
+    """The job's update stream after ``cursor`` (the notebook view's ``Job.poll`` stream),
+    served from the job's shared feed: clients that keep up cause no log reads of their own.
 
-
-def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES) -> dict[str, Any]:
-    """One ``Job.poll(cursor)`` batch: the same resumable stream the notebook view reads.
+    Args:
+        tail: without ``cursor``: start at the live end with the last ``tail`` lines instead of
+            replaying the log from its start.
 
     Returns:
-        ``{"updates": [...], "cursor", "final", "status"}``; pass ``cursor`` back to continue.
+        ``{"updates": [...], "cursor", "final", "status"}``; pass ``cursor`` back.
 
     Raises:
         SpecError: ``cursor`` is not one this stream returned.
         JobNotFoundError: no job is called ``name``.
+        UserError: ``max_lines`` or ``tail`` out of range.
     """
     if not isinstance(max_lines, int) or not 1 <= max_lines <= MAX_LINES:
         raise UserError(f"max_lines={max_lines!r}: must be an integer from 1 to {MAX_LINES}")
-    batch = get_job(name).poll(cursor or None, max_lines=max_lines)
-    return {"updates": [_update_dict(u) for u in batch.updates], "cursor": batch.cursor, "final": batch.final,
-            "status": batch.status.to_dict() if batch.status else None}
-
-
-class _StateCache:
-    """Per-job ``RunState`` folded incrementally from its cursor, so a chart refresh reads only
-    the new part of the log. Bounded (least recently used jobs dropped), thread-safe."""
-
-    def __init__(self, size: int = 32) -> None:
-        self._size = size
-        self._items: collections.OrderedDict[str, tuple[RunState, str | None, threading.Lock]] = \
-            collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def metrics(self, name: str) -> dict[str, Any]:
-        job = get_job(name)
-        key = f"{name}@{job.created}"  # a name reused by a new job starts a new state
-        with self._lock:
-            if key not in self._items:
-                self._items[key] = (RunState(max_points=256, max_log_lines=1), None, threading.Lock())
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-            state, cursor, lock = self._items[key]
-        with lock:
-            state, cursor, _ = self._items.get(key, (state, cursor, lock))
-            while True:
-                batch = job.poll(cursor, max_lines=MAX_LINES)
-                state.apply_all(batch.updates)
-                cursor = batch.cursor
-                if batch.final or len(batch.updates) < MAX_LINES:
-                    break
-            with self._lock:
-                self._items[key] = (state, cursor, lock)
-            data = state.to_dict()
-        data.pop("errors", None)
-        data["accuracy"] = state.accuracy()
-        data["name"] = name
-        return data
-
-
-_STATES = _StateCache()
+    if tail is not None and (not isinstance(tail, int) or not 0 <= tail <= MAX_LINES):
+        raise UserError(f"tail={tail!r}: must be an integer from 0 to {MAX_LINES}")
+    return FEEDS.get(name).updates(cursor or None, max_lines, tail=tail)
 
 
 def job_metrics(name: str) -> dict[str, Any]:
     """The run's chart history (``RunState.to_dict()``: loss/LR/throughput per step, val
-    metrics per epoch, per-rank system samples), folded from the whole event stream.
+    metrics per epoch, per-rank system samples), from the job's shared feed: what the update
+    stream carries as ``state`` when asked.
 
     Raises:
         JobNotFoundError: no job is called ``name``.
     """
-    return _STATES.metrics(name)
+    feed = FEEDS.get(name)
+    feed.refresh()
+    return feed.view()
 
 
 # ---------------------------------------------------------------------------- snapshots

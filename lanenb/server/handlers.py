@@ -93,14 +93,19 @@ class StopHandler(_Base):
 
 
 class UpdatesHandler(_Base):
-    """``GET .../updates?cursor=C&wait=S``: one ``Job.poll`` batch after cursor ``C``; with
-    ``wait`` it is a long poll that answers as soon as something new arrives (or after ``S``
-    seconds, or once the job is final). Resume with the returned ``cursor``."""
+    """``GET .../updates?cursor=C&wait=S``: the updates after cursor ``C`` (one ``Job.poll``
+    stream); with ``wait`` it is a long poll that answers as soon as something new arrives (or
+    after ``S`` seconds, or once the job is final). Resume with the returned ``cursor``.
+    ``tail=N`` without a cursor starts at the live end (the last ``N`` lines); ``state=1`` adds
+    the job's reduced state (the charts' series). Served from the job's shared feed, so many
+    tabs on one job cost one log read per tick."""
 
     @tornado.web.authenticated
     async def get(self, name: str) -> None:
         cursor = self.get_query_argument("cursor", None)
         max_lines = self.int_arg("max_lines", api.MAX_LINES)
+        tail = None if self.get_query_argument("tail", None) is None else self.int_arg("tail", 0)
+        state = self.get_query_argument("state", "0") not in ("0", "", "false")
         raw_wait = self.get_query_argument("wait", "0")
         try:
             wait = float(raw_wait)
@@ -110,10 +115,13 @@ class UpdatesHandler(_Base):
             raise tornado.web.HTTPError(400, f"wait={raw_wait!r}: must be from 0 to {MAX_WAIT_S:g} seconds")
         deadline = time.monotonic() + wait
         while True:
-            batch = await self.call(api.job_updates, name, cursor, max_lines)
+            batch = await self.call(api.job_updates, name, cursor, max_lines, tail=tail)
             if batch["updates"] or batch["final"] or time.monotonic() >= deadline:
                 break
+            cursor, tail = batch["cursor"], None  # a tail request goes on waiting at the live end
             await asyncio.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        if state:  # from the same shared feed, after the wait: the charts of this very moment
+            batch["state"] = await self.call(api.job_metrics, name)
         self.reply(batch)
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
+from lanenb.kube.rules import LABEL_MAX, name_problem
 from lanenb_trainer.errors import LanenbError, UserError
 from lanenb_trainer.k8s_snapshot import LABEL_VALUE
-from lanenb.kube.rules import LABEL_MAX, name_problem
 
 __all__ = [
     "Snapshot", "FileChange", "SnapshotDiff", "FileEntry", "Verification", "SnapshotStore",
@@ -33,6 +34,8 @@ class SnapshotInputError(UserError, ValueError):
 
 
 class SnapshotNotFoundError(UserError, KeyError):
+    """No snapshot with that id, id prefix or name in the store (or the prefix is ambiguous)."""
+
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "snapshot not found"
 
@@ -136,9 +139,11 @@ class Snapshot:
 
     @property
     def created_text(self) -> str:
+        """``created`` as local ``YYYY-MM-DD HH:MM:SS``, for tables."""
         return dt.datetime.fromtimestamp(self.created).strftime("%Y-%m-%d %H:%M:%S")
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (the server's snapshot API and ``--json`` output)."""
         return asdict(self)
 
     def __str__(self) -> str:
@@ -148,6 +153,8 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class FileEntry:
+    """One file or directory inside a snapshot (``files()``): path relative to the volume."""
+
     path: str
     type: str  # "file", "dir", "symlink", ...
     size: int | None
@@ -155,6 +162,8 @@ class FileEntry:
 
 @dataclass(frozen=True)
 class FileChange:
+    """One path that differs between two snapshots; a size is ``None`` on the side it is missing."""
+
     path: str
     change: str  # "added" | "removed" | "changed"
     size_before: int | None
@@ -185,10 +194,12 @@ class SnapshotDiff:
         return self._of("changed")
 
     def summary(self) -> str:
+        """One line: how many files were added, removed and changed."""
         return (f"{self.a} -> {self.b}: {len(self.added)} added, {len(self.removed)} removed, "
                 f"{len(self.changed)} changed")
 
     def rows(self) -> list[list[str]]:
+        """``[sign, path, size before, size after]`` per change (sign ``+``/``-``/``M``), for tables."""
         sign = {"added": "+", "removed": "-", "changed": "M"}
         return [[sign[c.change], c.path, fmt_size(c.size_before), fmt_size(c.size_after)] for c in self.changes]
 
@@ -199,6 +210,8 @@ class SnapshotDiff:
 
 @dataclass(frozen=True)
 class Verification:
+    """The answer of ``verify``: truthy when the snapshot can be restored, ``detail`` says why not."""
+
     id: str
     ok: bool
     detail: str
@@ -209,37 +222,139 @@ class Verification:
 
 class SnapshotStore(ABC):
     """A place that keeps versions of volumes. Optional abilities (``diff``, ``files``) raise
-    ``SnapshotNotSupportedError`` by default, with the store's name in the message."""
+    ``SnapshotNotSupportedError`` by default, with the store's name in the message.
+
+    Get one with ``lanenb.snapshots.get_store("local" | "kubernetes", ...)``; the module-level
+    functions (``create``, ``list`` ...) are shortcuts for one call on a store.
+    """
 
     name: str = ""
 
     @abstractmethod
     def create(self, volume: str, labels: Mapping[str, Any] | None = None, *, name: str | None = None,
                progress: bool = False) -> Snapshot:
-        """Snapshot ``volume`` now; returns once the snapshot is complete (or raises)."""
+        """Snapshot ``volume`` now; returns once the snapshot is complete (or raises).
+
+        Args:
+            volume: a directory (local store) or a PVC name (Kubernetes store).
+            labels: ``{key: value}`` in Kubernetes label syntax, so they mean the same on every
+                store (``job``, ``dataset``, ``code``, free-form tags).
+            name: a readable name; default the volume's name and the time.
+            progress: show a progress bar where the store can (local).
+
+        Returns:
+            The complete ``Snapshot``: a half-made one is never left visible.
+
+        Raises:
+            SnapshotInputError: bad volume, labels or name.
+            SnapshotFailedError: the storage system reported an error (Kubernetes).
+            SnapshotError: the engine failed (restic, the API server).
+        """
 
     @abstractmethod
     def list(self, volume: str | None = None, labels: Mapping[str, Any] | None = None) -> list[Snapshot]:
-        """Snapshots, oldest first, of ``volume`` (all volumes when ``None``) having every label given."""
+        """Snapshots, oldest first, of ``volume`` (all volumes when ``None``) having every label given.
+
+        Args:
+            volume: only this volume's snapshots; ``None`` for every volume in the store.
+            labels: only snapshots carrying all of these labels (e.g. ``{"job": "lane-1"}``).
+
+        Returns:
+            ``Snapshot`` objects, oldest first (an empty list when none match).
+
+        Raises:
+            SnapshotInputError: labels not in label syntax.
+            SnapshotError: the store cannot be read.
+        """
 
     @abstractmethod
     def get(self, id: str) -> Snapshot:
-        """The snapshot with this id (or unique id prefix, or name)."""
+        """The snapshot with this id (or unique id prefix, or name).
+
+        Args:
+            id: the ``Snapshot.id``, a prefix of it that only one snapshot has, or its name.
+
+        Returns:
+            The ``Snapshot``.
+
+        Raises:
+            SnapshotNotFoundError: none matches (or the prefix is ambiguous).
+        """
 
     @abstractmethod
     def restore(self, id: str, new_volume: str, *, progress: bool = False) -> str:
-        """Restore into a NEW volume (refuses an existing one); returns the new volume."""
+        """Restore into a NEW volume (refuses an existing one); returns the new volume.
+
+        Never into an existing volume, so a restore cannot destroy data (compare, then swap).
+
+        Args:
+            id: the snapshot (id, unique prefix or name).
+            new_volume: a directory that does not exist yet, or a new PVC name (same namespace).
+            progress: show a progress bar where the store can (local).
+
+        Returns:
+            The new volume (an absolute directory, or the PVC name).
+
+        Raises:
+            TargetExistsError: ``new_volume`` exists; nothing was changed.
+            SnapshotInputError: ``new_volume`` is not a valid name, or the snapshot is not ready.
+            SnapshotNotFoundError: no such snapshot.
+            SnapshotError: the engine failed; nothing is left at ``new_volume``.
+        """
 
     @abstractmethod
     def delete(self, id: str) -> None:
-        """Delete the snapshot (data only other snapshots need is kept)."""
+        """Delete the snapshot (data only other snapshots need is kept).
+
+        Args:
+            id: the snapshot (id, unique prefix or name).
+
+        Raises:
+            SnapshotNotFoundError: no such snapshot.
+            SnapshotError: the engine failed.
+        """
 
     @abstractmethod
     def verify(self, id: str) -> Verification:
-        """Check the snapshot can be restored (storage consistent, ready, no error)."""
+        """Check the snapshot can be restored (storage consistent, ready, no error).
+
+        Args:
+            id: the snapshot (id, unique prefix or name).
+
+        Returns:
+            A ``Verification``: ``bool(result)`` is the answer, ``detail`` says why.
+
+        Raises:
+            SnapshotNotFoundError: no such snapshot.
+        """
 
     def diff(self, a: str, b: str) -> SnapshotDiff:
+        """Files added, removed and changed from snapshot ``a`` to snapshot ``b``.
+
+        Args:
+            a: the older snapshot (id, unique prefix or name).
+            b: the newer snapshot.
+
+        Returns:
+            A ``SnapshotDiff`` (``added``, ``removed``, ``changed``, ``summary()``).
+
+        Raises:
+            SnapshotNotSupportedError: the store keeps opaque copies (Kubernetes CSI snapshots).
+            SnapshotNotFoundError: ``a`` or ``b`` does not exist.
+        """
         raise SnapshotNotSupportedError(f"diff is not available on {self.name or type(self).__name__} snapshots")
 
     def files(self, id: str) -> list[FileEntry]:
+        """The files inside a snapshot, without restoring it.
+
+        Args:
+            id: the snapshot (id, unique prefix or name).
+
+        Returns:
+            ``FileEntry`` objects (path relative to the volume, type, size).
+
+        Raises:
+            SnapshotNotSupportedError: the store cannot look inside (Kubernetes CSI snapshots).
+            SnapshotNotFoundError: no such snapshot.
+        """
         raise SnapshotNotSupportedError(f"listing files is not available on {self.name or type(self).__name__} snapshots")

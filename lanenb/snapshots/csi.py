@@ -16,12 +16,23 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from lanenb.snapshots.base import (
+    Snapshot,
+    SnapshotError,
+    SnapshotFailedError,
+    SnapshotInputError,
+    SnapshotNotFoundError,
+    SnapshotStore,
+    TargetExistsError,
+    Verification,
+    check_labels,
+    check_name,
+    parse_time,
+)
 from lanenb_trainer.k8s_snapshot import LABEL_PREFIX, slug
-
-from lanenb.snapshots.base import (Snapshot, SnapshotError, SnapshotFailedError, SnapshotInputError, SnapshotNotFoundError,
-                   SnapshotStore, TargetExistsError, Verification, check_labels, check_name, parse_time)
 
 __all__ = ["CsiStore", "GROUP", "VERSION", "LABEL_PREFIX", "DEFAULT_CLASS_ANNOTATION"]
 

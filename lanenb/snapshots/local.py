@@ -28,16 +28,28 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
+from lanenb.snapshots.base import (
+    FileChange,
+    FileEntry,
+    Snapshot,
+    SnapshotDiff,
+    SnapshotError,
+    SnapshotInputError,
+    SnapshotNotFoundError,
+    SnapshotStore,
+    TargetExistsError,
+    Verification,
+    check_labels,
+    check_name,
+    parse_time,
+)
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.k8s_snapshot import slug
-
-from lanenb.snapshots.base import (FileChange, FileEntry, Snapshot, SnapshotDiff, SnapshotError, SnapshotInputError,
-                   SnapshotNotFoundError, SnapshotStore, TargetExistsError, Verification, check_labels,
-                   check_name, parse_time)
 
 __all__ = ["ResticStore", "HOST"]
 
@@ -238,11 +250,11 @@ class ResticStore(SnapshotStore):
     # ------------------------------------------------------------------ API
     def create(self, volume: str | os.PathLike, labels: Mapping[str, Any] | None = None, *,
                name: str | None = None, progress: bool = False) -> Snapshot:
-        """One restic call (``backup``) for a generated name; a given name costs one more (the
-        listing that proves it unique). restic picks the parent itself (the newest snapshot of
-        the same host and absolute path: we pin the host), so unchanged files are not re-read;
-        the new id comes from the backup summary and its full form from the repository's
-        ``snapshots/`` directory."""
+        # The docstring is SnapshotStore.create's (what Shift-Tab shows). How: one restic call
+        # (``backup``) for a generated name; a given name costs one more (the listing that proves
+        # it unique). restic picks the parent itself (the newest snapshot of the same host and
+        # absolute path: we pin the host), so unchanged files are not re-read; the new id comes
+        # from the backup summary and its full form from the repository's ``snapshots/`` directory.
         path = self._volume(volume)
         tags = check_labels(labels)
         if name is not None:
@@ -372,8 +384,19 @@ class ResticStore(SnapshotStore):
         (self.meta_dir / f"{full}.json").unlink(missing_ok=True)
 
     def verify(self, id: str, *, read_data: bool = False) -> Verification:
-        """One ``restic check``: index, packs, and every snapshot's trees and blobs (so this
-        snapshot's tree too); with ``read_data`` also every byte."""
+        """Check the snapshot can be restored: one ``restic check`` of the index, packs, and
+        every snapshot's trees and blobs (so this snapshot's tree too).
+
+        Args:
+            id: the snapshot (id, unique prefix or name).
+            read_data: also read and hash every byte of the repository (slow; finds bit rot).
+
+        Returns:
+            A ``Verification``: ``bool(result)`` is the answer, ``detail`` restic's complaint.
+
+        Raises:
+            SnapshotNotFoundError: no such snapshot.
+        """
         full = self._full_id(id)
         try:
             self._run(["check"] + (["--read-data"] if read_data else []))

@@ -81,7 +81,6 @@ def retrain(snapshot_id: str, new_volume: str, *, backend: str | SnapshotStore =
     """
     from lanenb.jobs import get_job, submit
     from lanenb.registry.jobs import JobNotFoundError, JobRegistry
-
     from lanenb.snapshots import get_store
 
     store = get_store(backend, **(store_opts or {}))

@@ -22,15 +22,13 @@ def test_write_then_replace_keeps_umask_permissions(tmp_path):
 def test_failure_mid_write_leaves_the_old_file_and_no_temp(tmp_path):
     target = tmp_path / "ckpt.bin"
     atomic.write_bytes(target, b"old")
-    with pytest.raises(RuntimeError, match="disk full"):
-        with atomic.atomic_open(target, "wb") as fh:
-            fh.write(b"half")
-            raise RuntimeError("disk full")
+    with pytest.raises(RuntimeError, match="disk full"), atomic.atomic_open(target, "wb") as fh:
+        fh.write(b"half")
+        raise RuntimeError("disk full")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.bin"]
 
 
 def test_only_write_modes(tmp_path):
-    with pytest.raises(ValueError, match="mode 'w' or 'wb', not 'a'"):
-        with atomic.atomic_open(tmp_path / "x", "a"):
-            pass
+    with pytest.raises(ValueError, match="mode 'w' or 'wb', not 'a'"), atomic.atomic_open(tmp_path / "x", "a"):
+        pass

@@ -8,4 +8,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from data_support import real_root, synth_root  # noqa: E402,F401
+from data_support import real_root, synth_root  # noqa: F401

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from data_support import write_jpeg
-from lanenb_trainer.data.culane import (CULaneDataset, check_culane, is_culane_root, parse_lines, read_list,
-                                        to_record)
+
+from lanenb_trainer.data.culane import CULaneDataset, check_culane, is_culane_root, parse_lines, read_list, to_record
 from lanenb_trainer.data.labels import LabelError
 
 # three lanes (left to right at the bottom) and one far-right lane, in CULane's format

@@ -7,8 +7,8 @@ import sys
 
 import cv2
 import pytest
-
 from data_support import frame, make_root
+
 from lanenb.cli import main
 
 

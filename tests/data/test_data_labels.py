@@ -6,8 +6,8 @@ import json
 import os
 
 import pytest
-
 from data_support import REAL_LABELS, frame, make_root, write_jpeg
+
 from lanenb_trainer.data.check import check_dataset
 from lanenb_trainer.data.labels import LabelError, LaneRecord, Problem, read_label_file
 

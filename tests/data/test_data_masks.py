@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lanenb_trainer.data.augment import (AugmentConfig, AugmentParams, affine_matrix, apply_affine,
-                                         colour_matrix, frame_rng, sample_params)
-from lanenb_trainer.data.masks import (assign_slots, bottom_crossing, existence, lane_runs,
-                                       mirror_slots, render_mask)
+from lanenb_trainer.data.augment import (
+    AugmentConfig,
+    AugmentParams,
+    affine_matrix,
+    apply_affine,
+    colour_matrix,
+    frame_rng,
+    sample_params,
+)
+from lanenb_trainer.data.masks import assign_slots, bottom_crossing, existence, lane_runs, mirror_slots, render_mask
 
 HS = list(range(400, 711, 10))
 

@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from lanenb_trainer.data.labels import check_dataset, read_label_file
+from lanenb_trainer.data.check import check_dataset
+from lanenb_trainer.data.labels import read_label_file
 from lanenb_trainer.data.synth import MARKER, _labels, _scene, synth_h_samples, synthesize
 
 

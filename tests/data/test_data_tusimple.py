@@ -9,10 +9,9 @@ import cv2
 import numpy as np
 import pytest
 import torch
-
 from data_support import REAL_FRAMES, frame, make_root
-from lanenb_trainer.data.augment import (AugmentConfig, affine_matrix, apply_affine, frame_rng,
-                                         sample_params)
+
+from lanenb_trainer.data.augment import AugmentConfig, affine_matrix, apply_affine, frame_rng, sample_params
 from lanenb_trainer.data.labels import LabelError
 from lanenb_trainer.data.masks import assign_slots, lane_runs, mirror_slots
 from lanenb_trainer.data.tusimple import TuSimpleDataset, read_image_size

@@ -163,7 +163,7 @@ class LoopbackServer:
             def log_message(self, *args) -> None:  # quiet
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 name = self.path.lstrip("/").split("?")[0]
                 rng = self.headers.get("Range")
                 with outer._lock:
@@ -224,7 +224,7 @@ class LoopbackServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def start(self) -> "LoopbackServer":
+    def start(self) -> LoopbackServer:
         self._thread.start()
         return self
 

@@ -30,7 +30,7 @@ class FakeJobController:
     tasks: set = field(default_factory=set)
     processes: dict = field(default_factory=dict)  # (namespace, pod) -> the running fetcher
 
-    def attach(self) -> "FakeJobController":
+    def attach(self) -> FakeJobController:
         """Call on the emulator's loop (``thread.call(controller.attach)``)."""
         if JOBS not in self.emulator.store:
             self.emulator.install(JOBS)

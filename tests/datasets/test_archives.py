@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from fetch_support import LoopbackServer, malicious_tar, malicious_zip
+
 from lanenb_trainer.datasets import UnsafeArchiveError, fetch_dataset
 from lanenb_trainer.datasets.archives import extract
 from lanenb_trainer.datasets.progress import make_progress

@@ -7,12 +7,20 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fetch_support import LoopbackServer, closed_port_url, tusimple_archives
+
 from lanenb.errors import UserError
 from lanenb_trainer.data.check import check_dataset
-from lanenb_trainer.datasets import (ChecksumError, CorruptArchiveError, DestinationError, IncompleteDatasetError,
-                                     NetworkError, SourceNotFoundError, UnknownDatasetError, fetch_dataset)
+from lanenb_trainer.datasets import (
+    ChecksumError,
+    CorruptArchiveError,
+    DestinationError,
+    IncompleteDatasetError,
+    NetworkError,
+    SourceNotFoundError,
+    UnknownDatasetError,
+    fetch_dataset,
+)
 from lanenb_trainer.datasets.fetch import RECORD
 
 

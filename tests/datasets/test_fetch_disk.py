@@ -7,8 +7,8 @@ import os
 import zipfile
 
 import pytest
-
 from fetch_support import LoopbackServer
+
 from lanenb_trainer.datasets import DiskFullError, fetch_dataset
 
 BIG = 3 * 2**20  # more than the 2 MiB tmpfs

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
+
 from lanenb_trainer.datasets.progress import LineProgress
 
 

@@ -11,11 +11,9 @@ import pytest
 from fetch_support import LoopbackServer
 from k8s_fetch_support import FakeJobController
 from kube_emulator import JOBS, PVCS
-from lanenb_trainer.data.check import check_dataset
 from polling import wait_for
 
 import lanenb
-from lanenb.backends.fetch.spec import FetchSpec
 from lanenb.backends.fetch.objects import (
     FETCH_ENTRYPOINT,
     FetchJobError,
@@ -23,9 +21,11 @@ from lanenb.backends.fetch.objects import (
     build_fetch_pvc,
     dataset_pvcs,
 )
+from lanenb.backends.fetch.spec import FetchSpec
 from lanenb.datasets.cluster import submit_fetch_job
 from lanenb.errors import UserError
 from lanenb.jobs import JobRegistry, JobState, available_backends, get_job, list_jobs
+from lanenb_trainer.data.check import check_dataset
 
 PVC = "pvc-download-tusimple-data-0"
 IMAGE = "registry.example/lanenb-trainer:0.1"

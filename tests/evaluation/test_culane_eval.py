@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lanenb_trainer.evaluation.culane_eval import (_dp_matching, evaluate_culane, interp_lane, lane_ious,
-                                                   match_lanes)
 from lanenb_trainer.evaluation import EvalError
+from lanenb_trainer.evaluation.culane_eval import _dp_matching, evaluate_culane, interp_lane, lane_ious, match_lanes
 
 
 def vertical(x: float, y0: int = 100, y1: int = 580, step: int = 10) -> np.ndarray:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from lanenb_trainer import events
+from lanenb_trainer import events, ranktag
 
 
 def test_emit_then_parse_round_trip():
@@ -23,10 +23,10 @@ def test_emit_then_parse_round_trip():
 def test_parse_behind_mpirun_tag_and_split_rank():
     line = events.format_event("eval", 0, accuracy=0.9)
     tagged = "[1,3]<stdout>:" + line
-    rank, rest = events.split_rank_tag(tagged)
+    rank, rest = ranktag.split_rank_tag(tagged)
     assert rank == 3 and rest == line
     assert events.parse_line(tagged).get("accuracy") == 0.9
-    assert events.split_rank_tag("plain text") == (None, "plain text")
+    assert ranktag.split_rank_tag("plain text") == (None, "plain text")
 
 
 def test_non_finite_numbers_stay_parseable():

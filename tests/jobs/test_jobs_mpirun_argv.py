@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from lanenb.jobs import TrainSpec
 from lanenb.backends.kubernetes.manifests import TRAINER_ENTRYPOINT, mpirun_argv
 from lanenb.backends.local.backend import LocalBackend
+from lanenb.jobs import TrainSpec
 from lanenb.launch import rankguard
 
 
@@ -17,7 +17,8 @@ def _mpi_options(argv: list[str], program_start: int) -> list[str]:
 def test_local_and_kubernetes_launchers_share_rank_placement_and_tagging(tmp_path):
     spec = TrainSpec(dataset=str(tmp_path), processes=3, env={"LANE_X": "1"})
     k8s = mpirun_argv(spec, "/mnt/runs/x")
-    local = LocalBackend(program=[sys.executable, "prog.py"], trainer_args=False, grace=2.5).launcher_argv(spec, tmp_path)
+    local_backend = LocalBackend(program=[sys.executable, "prog.py"], trainer_args=False, grace=2.5)
+    local = local_backend.launcher_argv(spec, tmp_path)
     k8s_opts = _mpi_options(k8s, k8s.index(TRAINER_ENTRYPOINT[0]))
     local_opts = _mpi_options(local, local.index(sys.executable))
     for opts in (k8s_opts, local_opts):

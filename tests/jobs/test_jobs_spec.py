@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from lanenb.jobs import KubernetesOptions, SpecError, TrainSpec, VolumeMount
 from lanenb.contract.spec import generate_job_name
+from lanenb.jobs import KubernetesOptions, SpecError, TrainSpec, VolumeMount
 
 BAD_FIELDS = [
     ("dataset", "", "dataset='': must be a non-empty path"),
@@ -81,7 +81,8 @@ BAD_K8S = [
     ("runai_project", "Team_A", "k8s.runai_project='Team_A': must be an RFC 1123 label"),
     ("runai_project", "p" * 58, "is 58 characters; the limit is 57"),
     ("nccl_env", {"OMP_NUM_THREADS": "1"}, "k8s.nccl_env='OMP_NUM_THREADS': only NCCL_* variables"),
-    ("rdma_resources", {"nvidia.com/gpu": 1}, "k8s.rdma_resources='nvidia.com/gpu': resource names must look like 'rdma/shared_ib'"),
+    ("rdma_resources", {"nvidia.com/gpu": 1},
+     "k8s.rdma_resources='nvidia.com/gpu': resource names must look like 'rdma/shared_ib'"),
     ("rdma_resources", {"rdma/shared_ib": 0}, "k8s.rdma_resources[rdma/shared_ib]=0: must be >= 1"),
     ("rdma_resources", ["rdma/ib"], "k8s.rdma_resources=['rdma/ib']: must be a dict"),
     ("context", "", "k8s.context='': must be a non-empty string or None"),
@@ -162,3 +163,41 @@ def test_trainer_args_parse_with_the_trainer_parser(tmp_path):
 def test_max_steps_zero_means_no_limit_as_in_the_trainer(tmp_path):
     assert TrainSpec(dataset=str(tmp_path), max_steps=0).max_steps is None
     assert "--max-steps" not in TrainSpec(dataset=str(tmp_path), max_steps=0).trainer_args("/r")
+
+
+def test_every_field_is_documented_for_shift_tab():
+    import dataclasses
+
+    args = TrainSpec.__doc__.split("Args:", 1)[1]
+    missing = [f.name for f in dataclasses.fields(TrainSpec) if f"{f.name}:" not in args and f"{f.name}," not in args]
+    assert not missing, missing
+    assert "Raises:" in TrainSpec.__doc__
+
+
+def test_global_batch_is_processes_times_the_per_rank_batch(tmp_path):
+    from lanenb_trainer.config import global_batch
+
+    assert TrainSpec(dataset=str(tmp_path), processes=3, batch_size=5).global_batch == 15 == global_batch(5, 3)
+
+
+@pytest.mark.parametrize("word,value", [("yes", True), ("ON", True), ("off", False), ("0", False)])
+def test_spec_and_trainer_read_runai_words_alike(tmp_path, word, value):
+    """USE_VAL=yes means the same to TrainSpec and to a rank reading its environment."""
+    from lanenb_trainer.config import parse_config
+
+    spec = TrainSpec(dataset=str(tmp_path), env={"USE_VAL": word})
+    cfg = parse_config(["--data", str(tmp_path), "--run-dir", str(tmp_path / "r")], env={"USE_VAL": word})
+    assert spec.use_val is cfg.use_val is value
+
+
+def test_spec_honours_every_runai_variable_the_trainer_reads(tmp_path):
+    from lanenb_trainer.runai import RUNAI_ENV
+
+    env = {"BATCH_SIZE": "3", "USE_WORKERS": "true", "NUM_WORKERS": "4", "USE_VAL": "false",
+           "VAL_BATCH_SIZE": "5", "ENABLE_SNAPSHOT": "true", "PVC_NAME": "data"}
+    assert set(env) == set(RUNAI_ENV)
+    spec = TrainSpec(dataset=str(tmp_path), backend="kubernetes", env=env)
+    assert (spec.batch_size, spec.num_workers, spec.use_val, spec.val_batch_size, spec.enable_snapshot,
+            spec.pvc_name) == (3, 4, False, 5, True, "data")
+    # USE_WORKERS=true alone: the trainer's default worker count
+    assert TrainSpec(dataset=str(tmp_path), env={"USE_WORKERS": "on"}).num_workers == 2

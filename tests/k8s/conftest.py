@@ -9,4 +9,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from k8s_fixtures import backend, bare_cluster, cluster, kubeconfig, mpijob_schema, snapshot_schema  # noqa: E402,F401
+from k8s_fixtures import backend, bare_cluster, cluster, kubeconfig, mpijob_schema, snapshot_schema  # noqa: F401

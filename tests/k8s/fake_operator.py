@@ -31,8 +31,9 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kube_emulator import JOBS, MPIJOBS, NODES, PODS, PVCS, KubeEmulator, now_rfc3339
 
@@ -95,7 +96,7 @@ class FakeCluster:
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=5)
 
-    def attach(self) -> "FakeCluster":
+    def attach(self) -> FakeCluster:
         """Hook into the emulator and register the nodes the scheduler places pods on, with their
         allocatable GPUs, as a real cluster's API server lists them (call before the thread starts)."""
         if NODES in self.emulator.store:  # before the hook: no operator reaction to nodes

@@ -39,7 +39,7 @@ class FakeSnapshotController:
     fail: dict[str, str] = field(default_factory=dict)  # PVC name -> error message for its snapshots
     delay: float = 0.05  # seconds before the controller answers (readyToUse is never immediate)
 
-    def attach(self, *, default_class: bool = True) -> "FakeSnapshotController":
+    def attach(self, *, default_class: bool = True) -> FakeSnapshotController:
         """Install the snapshot CRDs' resources, one StorageClass for the driver and its
         (default) VolumeSnapshotClass; call before the emulator thread starts, or through
         ``thread.call``."""

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_operator import FakeCluster  # noqa: E402
-from k8s_harness import crd_schema, start_emulator  # noqa: E402
+from fake_operator import FakeCluster
+from k8s_harness import crd_schema, start_emulator
 
 
 @pytest.fixture(scope="session")

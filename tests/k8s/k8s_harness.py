@@ -12,8 +12,16 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kube_emulator import (  # noqa: E402
-    EVENTS, JOBS, MPIJOBS, NODES, PODS, PVCS, SNAPSHOTS, EmulatorThread, KubeEmulator,
+from kube_emulator import (
+    EVENTS,
+    JOBS,
+    MPIJOBS,
+    NODES,
+    PODS,
+    PVCS,
+    SNAPSHOTS,
+    EmulatorThread,
+    KubeEmulator,
 )
 
 REPO = Path(__file__).resolve().parents[2]

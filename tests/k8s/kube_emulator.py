@@ -19,16 +19,17 @@ import asyncio
 import copy
 import datetime as dt
 import json
+import os
 import random
 import re
 import string
 import threading
-import os
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import aiohttp.web
 import attrs
@@ -642,7 +643,7 @@ class EmulatorThread:
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
 
-    def start(self) -> "EmulatorThread":
+    def start(self) -> EmulatorThread:
         self._thread.start()
         self._ready.wait(10)
         if self._error is not None or not self.url:

@@ -11,7 +11,11 @@ from k8s_harness import add_pvc, warm_up
 from kube_emulator import MPIJOBS, PODS, Fault
 
 from lanenb.backends.kubernetes.backend import (
-    KubernetesAPIError, KubernetesBackend, KubernetesConfigError, KubernetesUnreachableError, OperatorNotInstalledError,
+    KubernetesAPIError,
+    KubernetesBackend,
+    KubernetesConfigError,
+    KubernetesUnreachableError,
+    OperatorNotInstalledError,
     RetryPolicy,
 )
 from lanenb.contract.spec import TrainSpec

@@ -10,16 +10,16 @@ from k8s_harness import add_pvc
 from kube_emulator import JOBS, MPIJOBS, PODS, Fault
 from polling import wait_for
 
-from lanenb.jobs import get_job, submit
 from lanenb.backends.kubernetes.backend import (
     KubernetesBackend,
     KubernetesUnreachableError,
     RetryPolicy,
 )
 from lanenb.backends.kubernetes.manifests import build_mpijob
-from lanenb.registry.jobs import JobRegistry
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState
+from lanenb.jobs import get_job, submit
+from lanenb.registry.jobs import JobRegistry
 
 IMAGE = "registry.example.com/lanenb-trainer:0.1"
 

@@ -8,7 +8,7 @@ import sys
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
-from k8s_harness import add_pvc, REPO, warm_up
+from k8s_harness import REPO, add_pvc, warm_up
 
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState

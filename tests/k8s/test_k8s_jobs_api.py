@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sys
 
-from lanenb.jobs import get_job, submit
-from lanenb.registry.jobs import JobRegistry
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState
+from lanenb.jobs import get_job, submit
+from lanenb.registry.jobs import JobRegistry
 
 
 def test_submit_reattach_wait_and_events(cluster, kubeconfig, tmp_path, monkeypatch):

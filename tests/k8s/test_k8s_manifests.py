@@ -13,8 +13,8 @@ from k8s_harness import REPO, shared_dir
 
 from lanenb.backends.kubernetes.backend import InvalidNameError, ManifestError, build_mpijob, render
 from lanenb.backends.kubernetes.manifests import LAUNCHER_WRAPPER, TRAINER_ENTRYPOINT, mpirun_argv
-from lanenb.kube.objects import build_restored_pvc, build_volume_snapshot
 from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb.kube.objects import build_restored_pvc, build_volume_snapshot
 
 IMAGE = "registry.example.com/lanenb-trainer:0.1"
 

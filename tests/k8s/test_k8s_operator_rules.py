@@ -7,8 +7,8 @@ import jsonschema
 import pytest
 import yaml
 
-from lanenb.commands.arguments import add_job_arguments, spec_from_args
 from lanenb.backends.kubernetes.backend import InvalidNameError, ManifestError, build_mpijob, render
+from lanenb.commands.arguments import add_job_arguments, spec_from_args
 from lanenb.contract.spec import SpecError, TrainSpec
 from lanenb.contract.validate import validate
 

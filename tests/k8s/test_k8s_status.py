@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from lanenb.backends.kubernetes.status import mpijob_status
-from lanenb.kube.pods import parse_time, pod_problem
+import time
+
+from lanenb.backends.kubernetes.status import missing_status, mpijob_status
 from lanenb.contract.status import JobState
+from lanenb.kube.pods import parse_time, pod_problem
 
 
 def job(*conds: tuple[str, str], **status) -> dict:
@@ -70,3 +72,12 @@ def test_times_and_exit_code():
                            completionTime="2024-01-01T01:00:00Z"), [launcher])
     assert st.state == JobState.SUCCEEDED and st.exit_code == 0
     assert st.finished - st.started == 3600 and parse_time("2024-01-01T00:00:00Z") == 1704067200
+
+
+def test_gone_mpijob_is_lost_and_final_now():
+    """A vanished MPIJob (or none at all) is LOST with the time it was noticed, so waiters stop."""
+    before = time.time()
+    for st in (missing_status("default", "j"), mpijob_status(None)):
+        assert st.state == JobState.LOST and st.state.finished
+        assert before <= st.finished <= time.time()
+    assert "MPIJob default/j no longer exists" in missing_status("default", "j").reason

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lanenb.jobs import get_job, submit
-from lanenb.registry.jobs import JobRegistry
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState
+from lanenb.jobs import get_job, submit
+from lanenb.registry.jobs import JobRegistry
 
 REPO = Path(__file__).resolve().parents[2]
 SA_USER = "system:serviceaccount:default:lanenb-trainer"
@@ -62,9 +62,8 @@ def _allowed_by_rbac(served: list[tuple[str, str, str]]) -> list[tuple[str, str]
 
 
 def test_the_trainer_snapshots_the_pvc_with_its_service_account(snapshot_cluster, kubeconfig):
-    from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
-
     import lanenb.snapshots as snaps
+    from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
 
     thread, _, controller = snapshot_cluster
     (thread.call(controller.add_pvc, "tusimple-data", "2Gi") / "model.pt").write_text("weights")
@@ -135,10 +134,9 @@ def test_a_successful_training_run_leaves_a_labelled_snapshot_the_job_lists(snap
 def test_retrain_from_a_cluster_snapshot_mounts_the_restored_pvc_in_place_of_the_old_one(
         snapshot_cluster, kubeconfig, tmp_path, monkeypatch):
     from kube_emulator import MPIJOBS, PVCS
-    from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
 
     import lanenb
-    import lanenb.snapshots as snaps
+    from lanenb_trainer.k8s_snapshot import create_pvc_snapshot
 
     thread, fake, controller = snapshot_cluster
     fake.rewrite_argv = lambda argv: [sys.executable, "-c", "print('trained')"]

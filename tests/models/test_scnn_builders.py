@@ -7,12 +7,12 @@ import torch
 import torch.nn.functional as F
 
 from lanenb_trainer import models
-from lanenb_trainer.models import BACKBONES, SCNN, build_model, scnn_resnet18, scnn_small
+from lanenb_trainer.models import SCNN, build_model, get_model_builder, list_models, scnn_resnet18, scnn_small
 
 SMALL = (64, 160)
 
 
-@pytest.mark.parametrize("name", sorted(BACKBONES))
+@pytest.mark.parametrize("name", sorted(list_models()))
 def test_output_shapes_and_stride(name: str) -> None:
     model = build_model(name, num_lanes=4, input_size=SMALL)
     x = torch.randn(2, 3, *SMALL)
@@ -24,9 +24,15 @@ def test_output_shapes_and_stride(name: str) -> None:
 
 
 def test_builders_are_the_registry_entries() -> None:
-    assert set(BACKBONES) == {"small", "vgg16", "resnet18", "resnet34"}
-    assert BACKBONES["small"] is models.scnn_small and BACKBONES["vgg16"] is models.scnn_vgg16
+    assert list_models() == ("small", "vgg16", "resnet18", "resnet34")
+    assert get_model_builder("small") is models.scnn_small and get_model_builder("vgg16") is models.scnn_vgg16
+    assert get_model_builder("resnet34") is models.scnn_resnet34
     assert isinstance(models.scnn_resnet34(input_size=SMALL), SCNN)
+
+
+def test_builders_show_their_arguments_on_shift_tab() -> None:
+    for builder in (models.scnn_small, models.scnn_vgg16, models.scnn_resnet18, models.scnn_resnet34):
+        assert "num_lanes:" in builder.__doc__ and "weights:" in builder.__doc__ and "Raises:" in builder.__doc__
 
 
 def test_num_lanes_sets_both_heads() -> None:
@@ -36,7 +42,7 @@ def test_num_lanes_sets_both_heads() -> None:
 
 def test_outputs_are_logits_not_probabilities() -> None:
     model = scnn_small(input_size=SMALL).eval()
-    seg, exist = model(torch.randn(2, 3, *SMALL))
+    seg, _ = model(torch.randn(2, 3, *SMALL))
     assert not torch.allclose(seg.sum(1), torch.ones_like(seg[:, 0]))
     assert (seg < 0).any() or (seg > 1).any()
 
@@ -87,7 +93,8 @@ def test_unknown_backbone_names_it_and_lists_choices() -> None:
     "kwargs,message",
     [
         ({"num_lanes": 0}, "num_lanes must be a positive int, got 0"),
-        ({"input_size": (100, 800)}, r"input_size must be \(height, width\), positive multiples of 8, got \(100, 800\)"),
+        ({"input_size": (100, 800)},
+         r"input_size must be \(height, width\), positive multiples of 8, got \(100, 800\)"),
         ({"dropout": 1.5}, r"dropout must be in \[0, 1\), got 1.5"),
     ],
 )
@@ -131,7 +138,9 @@ def test_missing_weights_file(tmp_path) -> None:
 def test_weights_for_another_backbone(tmp_path) -> None:
     path = tmp_path / "small.pt"
     torch.save(scnn_small(input_size=SMALL).state_dict(), path)
-    with pytest.raises(ValueError, match=r"small\.pt' does not fit this model \(missing: backbone\.bn1\.bias.*\(\+\d+ more\); unexpected: backbone\.features"):
+    does_not_fit = (r"small\.pt' does not fit this model \(missing: backbone\.bn1\.bias.*\(\+\d+ more\); "
+                    r"unexpected: backbone\.features")
+    with pytest.raises(ValueError, match=does_not_fit):
         build_model("resnet18", weights=path, input_size=SMALL)
     with pytest.raises(ValueError, match=r"shape mismatch: exist_fc1\.weight \(128, 200\) != \(128, 4500\)"):
         build_model("small", weights=path)  # heads sized for 288x800
@@ -186,10 +195,11 @@ def test_message_passing_checkpoint_keys_are_plain_convs() -> None:
 
 def test_config_and_spec_offer_exactly_the_model_registry():
     """The CLI/spec lists are plain tuples (no torch import); they must name every builder."""
+    from lanenb.contract import spec
     from lanenb_trainer import config
-    from lanenb_trainer.models import BACKBONES
 
-    assert tuple(config.BACKBONES) == tuple(BACKBONES)
+    assert config.BACKBONES == spec.BACKBONES == list_models()
+    assert config.IMAGENET_BACKBONES == ("vgg16", "resnet18", "resnet34")
 
 
 def test_message_passing_init_is_pytorch_auto_drives() -> None:

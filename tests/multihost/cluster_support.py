@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lanenb.launch.mpirun import OutputLine, TaggedOutputParser
+from lanenb.launch.lines import LogLine, TaggedOutputParser
 
 PREFIX = "lnbmh-"
 SUBNET = "10.77.0"
@@ -174,7 +174,7 @@ class SimCluster:
     sshd_delay: dict[int, float] = field(default_factory=dict)
     prefix: str = field(default_factory=lambda: f"{PREFIX}{secrets.token_hex(3)}-")
     hosts: list[Host] = field(default_factory=list)
-    lines: list[OutputLine] = field(default_factory=list)
+    lines: list[LogLine] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -316,7 +316,7 @@ class SimCluster:
                **operator_launcher_env(self.slots)}
         return argv, env
 
-    def start_launcher(self, on_line: Callable[[OutputLine], None] | None = None) -> subprocess.Popen:
+    def start_launcher(self, on_line: Callable[[LogLine], None] | None = None) -> subprocess.Popen:
         """Start the launcher pod; its output is parsed (rank tags) into ``self.lines`` by a thread."""
         argv, env = self.launcher_argv_env()
         h = self.launcher

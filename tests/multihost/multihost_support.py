@@ -13,7 +13,8 @@ from cluster_support import SimCluster, cleanup_leftovers, prepare_machine, unav
 
 from lanenb.backends.kubernetes.manifests import build_mpijob
 from lanenb.contract.spec import TrainSpec
-from lanenb.launch.mpirun import OutputLine, launch_env, run_local
+from lanenb.launch.lines import LogLine
+from lanenb.launch.mpirun import launch_env, run_local
 
 JOB = "mh"
 NAMESPACE = "default"
@@ -61,7 +62,7 @@ def cluster_for(spec: TrainSpec, workdir: Path, *, resume: bool = False, **kw: A
 def single_host_run(spec: TrainSpec, run_dir: Path) -> tuple[int, set[str]]:
     """The same trainer flags on one host (local mpirun), as the reference: its exit code and
     the parameter checksums of its ``end`` events."""
-    lines: list[OutputLine] = []
+    lines: list[LogLine] = []
     env = launch_env(extra={"LANENB_THREADS": "1"})
     code = run_local(spec.processes, spec.trainer_args(str(run_dir)), env=env, on_line=lines.append, grace=5)
     return code, {ln.event["param_checksum"] for ln in lines if ln.event and ln.event.kind == "end"}

@@ -7,8 +7,9 @@ import time
 
 import pytest
 from cluster_support import SimCluster
-from lanenb_trainer.engines import horovod_available
 from multihost_support import cluster_for, end_checksums, make_spec, single_host_run
+
+from lanenb_trainer.engines import horovod_available
 
 pytestmark = [pytest.mark.multihost, pytest.mark.slow, pytest.mark.usefixtures("machine")]
 RUN_TIMEOUT = 180  # seconds any one launcher may run; nothing waits longer

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from notebook_support import run_script  # noqa: E402
+from notebook_support import run_script
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -44,8 +44,8 @@ def scripted(tmp_path: Path):
     """``scripted(steps)`` registers backend ``scripted`` replaying ``steps`` and returns a spec dict."""
     if shutil.which("mpirun") is None:
         pytest.skip("mpirun (Open MPI) is not installed")
-    from lanenb.contract.backends import _REGISTRY, register_backend
     from lanenb.backends.local.backend import LocalBackend
+    from lanenb.contract.backends import _REGISTRY, register_backend
 
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)

@@ -79,11 +79,25 @@ def test_reducer_keeps_errors_and_a_bounded_log():
     st = RunState(max_log_lines=5)
     for i in range(20):
         st.fold_line(LogLine(i % 2, f"line {i}"))
-    st.fold_line(LogLine(1, "x"), ev("error", 1, type="RuntimeError", message="loss is NaN"))
+    st.fold_line(LogLine(1, "x", event=ev("error", 1, type="RuntimeError", message="loss is NaN")))
     assert len(st.logs) == 5 and st.lines_seen == 21
     assert st.errors[0]["rank"] == 1 and st.errors[0]["message"] == "loss is NaN"
     assert [e.error for e in st.log_tail(5)][-1] is True
     assert [e.text for e in st.log_tail(10, rank=1)] == ["line 17", "line 19", "ERROR RuntimeError: loss is NaN"]
+
+
+def test_log_pane_lines_keep_their_event_and_mark_errors():
+    """The pane keeps ``LogLine``s: plain lines as they came, events in the console's words."""
+    st = RunState()
+    plain = LogLine(None, "Traceback (most recent call last):", stream="mpirun")
+    st.fold_line(plain)
+    st.fold_line(LogLine(0, format_event("step", 0, step=3, total_steps=9, loss=0.25), stream="stdout"))
+    st.fold_line(LogLine(0, "@lanenb {garbled"))
+    kept = st.log_tail(3)
+    assert kept[0] is plain and kept[0].error  # a traceback line is highlighted
+    assert kept[1].text.startswith("epoch None step 3/9 loss 0.2500") and kept[1].event.kind == "step"
+    assert not kept[1].error and not kept[2].error and kept[2].event is None
+    assert st.step == 3 and st.events_seen == 1 and st.lines_seen == 3
 
 
 def test_reducer_memory_is_bounded_after_100k_steps_and_1m_lines():

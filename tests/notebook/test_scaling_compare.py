@@ -8,9 +8,9 @@ import json
 
 import pytest
 from IPython.core.error import UsageError
+from notebook_support import training_script
 
 from lanenb.jobs import TrainSpec, get_job, submit
-from notebook_support import training_script
 
 
 def scaling_script(ips: dict[int, float], step_time: dict[int, float], util: dict[int, float],
@@ -89,8 +89,8 @@ def test_edited_events_give_edited_figures(scripted):
     (dict(mode="strong", processes=[1, 3]), "batch_size=8: strong scaling splits the global batch over [1, 3]"),
 ])
 def test_measure_bad_input(tmp_path, kwargs, message):
-    from lanenb.contract.spec import SpecError
     from lanenb.analysis.scaling import measure
+    from lanenb.contract.spec import SpecError
 
     with pytest.raises(SpecError) as info:
         measure(TrainSpec(dataset=str(tmp_path)), **{"processes": [1, 2], **kwargs}, progress=False)

@@ -110,12 +110,12 @@ def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
 
 def test_local_poll_reads_a_long_log_in_bounded_slices(scripted, monkeypatch):
     """A poll reads at most READ_LIMIT bytes of job.log; the cursor carries on where it stopped."""
-    from lanenb.backends.local import backend as local
+    from lanenb.backends.local import logfile
 
     job = submit(TrainSpec(**scripted(training_script(steps=30, sleep=0.0), "slices")))
     job.wait(60)
     whole = lines_of(job.poll(None).updates)
-    monkeypatch.setattr(local, "READ_LIMIT", 512)
+    monkeypatch.setattr(logfile, "READ_LIMIT", 512)
     seen, cursor, polls = [], None, 0
     while True:
         batch = job.poll(cursor)
@@ -124,3 +124,40 @@ def test_local_poll_reads_a_long_log_in_bounded_slices(scripted, monkeypatch):
         if batch.final:
             break
     assert lines_of(seen) == whole and polls > 5
+
+
+def test_each_event_line_is_parsed_once_on_its_way_to_the_reducer(tmp_path, monkeypatch):
+    """job.log -> LocalBackend.read_log -> Job.poll -> RunState: one JSON parse per line, and
+    the update's event is the line's own (one object for every consumer)."""
+    from types import SimpleNamespace
+
+    from lanenb.analysis.runstate import RunState
+    from lanenb.backends.local.backend import LocalBackend
+    from lanenb.contract.status import JobStatus
+    from lanenb.jobs.updates import poll
+    from lanenb.launch import lines
+    from lanenb_trainer.events import format_event
+    from lanenb_trainer.ranktag import tag_line
+
+    log = tmp_path / "job.log"
+    log.write_text(tag_line(0, "stdout", format_event("start", 0, world_size=2, total_steps=4))
+                   + tag_line(1, "stderr", "  File \"x.py\", line 1")
+                   + tag_line(0, "stdout", format_event("step", 0, step=1, total_steps=4, loss=0.5))
+                   + "[lanenb-supervisor] launcher exited with code 0\n")
+    (tmp_path / "exit.json").write_text('{"returncode": 0}')
+    parsed = []
+    real = lines.parse_line
+    monkeypatch.setattr(lines, "parse_line", lambda text: parsed.append(text) or real(text))
+    handle = {"pid": 0, "run_dir": str(tmp_path), "log": str(log)}
+    job = SimpleNamespace(spec=None, handle=handle, backend=LocalBackend(),
+                          status=lambda: JobStatus("succeeded"))
+    batch = poll(job)
+    state = RunState().apply_all(batch.updates)
+    assert len(parsed) == 4  # every line once (plain ones find no marker)
+    got = [(u.line.rank, u.line.stream, u.line.source, u.line.text) for u in batch.updates if u.line]
+    assert got[1:] == [(1, "stderr", "launcher", '  File "x.py", line 1'),  # indentation kept
+                       (0, "stdout", "launcher", got[2][3]),
+                       (None, "supervisor", "supervisor", "launcher exited with code 0")]
+    assert all(u.event is u.line.event for u in batch.updates if u.line)
+    assert state.step == 1 and state.world_size == 2 and batch.final
+    assert len(parsed) == 4  # the reducer and the views read the kept event

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from lanenb.cli import main
-from lanenb.inference.predict import PredictError, Predictor, predict
+from lanenb.inference.predict import Predictor, predict
 
 
 def lines(path: Path) -> list[dict]:

@@ -1,9 +1,13 @@
 """The jobs API of the server extension against real jobs (supervisor + mpirun), through a real
-Jupyter server: list, detail, the resumable update stream, chart history, stop."""
+Jupyter server: list, detail, the resumable update stream (with the shared reduced state, from
+the live end, many tabs on one log read per tick), chart history, stop, and the one summary row
+every face shows."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 from tornado.httpclient import HTTPClientError
@@ -80,6 +84,8 @@ async def test_updates_resume_from_the_cursor_without_losing_or_repeating_lines(
     ({"wait": "soon"}, "wait='soon': must be a number of seconds"),
     ({"wait": "99"}, "wait='99': must be from 0 to 25 seconds"),
     ({"max_lines": "0"}, "max_lines=0: must be an integer from 1 to 2000"),
+    ({"tail": "-1"}, "tail=-1: must be an integer from 0 to 2000"),
+    ({"tail": "all"}, "tail='all': must be an integer"),
 ])
 async def test_bad_update_requests_name_the_value(jp_fetch, tmp_path, params, message):
     launch(tmp_path, "lane-bad", training_script(steps=1, sleep=0.01))
@@ -110,6 +116,72 @@ async def test_metrics_give_the_chart_history_of_the_run(jp_fetch, tmp_path):
     assert set(metrics["system"]) == {"0", "1"} and metrics["accuracy"] == pytest.approx(0.91)
     again = body_of(await jp_fetch("lanenb", "jobs", "lane-chart", "metrics"))  # folded incrementally
     assert again["series"]["loss"]["x"] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_updates_carry_the_shared_state_and_a_new_tab_starts_at_the_live_end(jp_fetch, tmp_path):
+    job = launch(tmp_path, "lane-tab", training_script(steps=6, sleep=0.01))
+    lines = [u.line.text for u in job.poll(None).updates if u.line is not None]
+    tab = body_of(await jp_fetch("lanenb", "jobs", "lane-tab", "updates", params={"tail": "3", "state": "1"}))
+    assert [u["line"]["text"] for u in tab["updates"]] == lines[-3:]
+    assert tab["final"] and tab["status"]["state"] == "succeeded"
+    metrics = body_of(await jp_fetch("lanenb", "jobs", "lane-tab", "metrics"))
+    assert tab["state"]["series"]["loss"] == metrics["series"]["loss"]  # one state, two routes
+    assert tab["state"]["series"]["loss"]["x"] == [1, 2, 3, 4, 5, 6] and tab["state"]["accuracy"] == pytest.approx(0.91)
+    after = body_of(await jp_fetch("lanenb", "jobs", "lane-tab", "updates", params={"cursor": tab["cursor"]}))
+    assert after["updates"] == [] and after["final"] and "state" not in after  # only when asked
+
+
+async def test_tabs_watching_a_running_job_share_one_log_read_per_tick(jp_fetch, tmp_path, monkeypatch):
+    from lanenb.jobs.job import Job
+    from lanenb.server.feeds import TICK_S
+
+    job = launch(tmp_path, "lane-tabs", training_script(steps=40, sleep=0.1), wait=False)
+    reads: list[float] = []
+    poll = Job.poll
+
+    def counted(self, *args, **kwargs):
+        reads.append(time.monotonic())
+        return poll(self, *args, **kwargs)
+
+    monkeypatch.setattr(Job, "poll", counted)
+
+    async def tab() -> tuple[list[str], int]:
+        got, replies = [], 0
+        batch = body_of(await jp_fetch("lanenb", "jobs", "lane-tabs", "updates", params={"tail": "0"}))
+        start = time.monotonic()
+        while time.monotonic() - start < 2.5 and not batch["final"]:
+            batch = body_of(await jp_fetch("lanenb", "jobs", "lane-tabs", "updates",
+                                           params={"cursor": batch["cursor"], "wait": "5", "state": "1"}))
+            got += [u["line"]["text"] for u in batch["updates"] if "line" in u]
+            replies += 1
+        return got, replies
+
+    began = time.monotonic()
+    results = await asyncio.gather(*(tab() for _ in range(4)))
+    elapsed = time.monotonic() - began
+    job.cancel()
+    assert all(replies >= 2 for _, replies in results)
+    assert len(reads) <= elapsed / TICK_S + 2, (len(reads), elapsed)  # not one read per tab and request
+    shortest = min(len(got) for got, _ in results)
+    assert shortest > 0 and all(got[:shortest] == results[0][0][:shortest] for got, _ in results)
+
+
+async def test_every_face_shows_the_same_summary_row(jp_fetch, tmp_path, capsys):
+    from lanenb.cli import main
+    from lanenb.jobs import list_jobs
+    from lanenb.notebook.magics import JobTable
+
+    launch(tmp_path, "lane-faces", training_script(steps=4, sleep=0.01))
+    server = body_of(await jp_fetch("lanenb", "jobs"))["jobs"][0]
+    magic = JobTable(list_jobs()).rows[0]
+    assert main(["jobs", "list", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)[0]
+    assert server["name"] == magic["name"] == cli["name"] == "lane-faces"
+    assert server["backend"] == magic["backend"] == cli["backend"] == "scripted"
+    assert server["status"] == magic["status"] == cli["state"] == "succeeded"
+    assert magic["progress"] == f"{server['progress']:.0%}" == "100%"
+    assert magic["accuracy"] == f"{server['accuracy']:.4f} {server['accuracy_split']}" == "0.9100 test"
+    assert server["eta_s"] is None and server["error"] is None and server["run_dir"] == cli["run_dir"]
 
 
 async def test_stop_needs_the_name_as_confirmation_then_the_notebook_sees_cancelled(jp_fetch, tmp_path):

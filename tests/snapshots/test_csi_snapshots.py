@@ -11,13 +11,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
-from fake_snapshot_controller import DRIVER, SNAPSHOT_CLASS, STORAGE_CLASS  # noqa: E402
-from k8s_fixtures import snapshot_schema  # noqa: E402,F401
-from kube_emulator import PVCS, SNAPSHOT_CLASSES, SNAPSHOTS  # noqa: E402
+from fake_snapshot_controller import DRIVER, SNAPSHOT_CLASS, STORAGE_CLASS
+from k8s_fixtures import snapshot_schema  # noqa: F401
+from kube_emulator import PVCS, SNAPSHOT_CLASSES, SNAPSHOTS
 
-import lanenb.snapshots as snaps  # noqa: E402
-from lanenb.snapshots import SnapshotFailedError, SnapshotInputError  # noqa: E402
-from lanenb.snapshots.csi import CsiStore  # noqa: E402
+import lanenb.snapshots as snaps
+from lanenb.snapshots import SnapshotFailedError, SnapshotInputError
+from lanenb.snapshots.csi import CsiStore
 
 
 @pytest.fixture

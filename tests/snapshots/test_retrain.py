@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 import lanenb
-import lanenb.snapshots as snaps
-from lanenb.jobs import JobState, TrainSpec, get_job, list_jobs, submit
 from lanenb.contract.spec import SpecError
+from lanenb.jobs import JobState, TrainSpec, get_job, list_jobs, submit
 from lanenb.snapshots import SnapshotInputError, TargetExistsError
 
 pytestmark = [pytest.mark.usefixtures("restic_installed"), pytest.mark.slow]

@@ -6,8 +6,7 @@ import pytest
 
 import lanenb.snapshots as snaps
 from lanenb.errors import UserError
-from lanenb.snapshots import (SnapshotInputError, SnapshotNotFoundError, SnapshotNotSupportedError,
-                              TargetExistsError)
+from lanenb.snapshots import SnapshotInputError, SnapshotNotFoundError, SnapshotNotSupportedError, TargetExistsError
 
 DATA = {"clips/0001/20.jpg": "frame bytes", "label_data.json": '{"lanes": []}\n', "notes.txt": "v1"}
 

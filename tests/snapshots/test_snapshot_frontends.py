@@ -17,9 +17,8 @@ pytestmark = pytest.mark.usefixtures("restic_installed")
 
 @pytest.fixture(scope="module")
 def ip():
-    from IPython.testing.globalipapp import start_ipython
-
     from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
 
     shell = start_ipython() or get_ipython()  # one shell per process: another test may have started it
     shell.run_line_magic("load_ext", "lanenb")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lanenb_trainer.config import ConfigError, TrainConfig, parse_config, parse_bool
+from lanenb_trainer.config import ConfigError, TrainConfig, parse_bool, parse_config
 
 
 @pytest.fixture()
@@ -22,7 +22,8 @@ def test_env_vars_are_defaults_and_flags_win(data, tmp_path):
     env = {"BATCH_SIZE": "33", "USE_WORKERS": "true", "NUM_WORKERS": "4", "USE_VAL": "false",
            "VAL_BATCH_SIZE": "99", "ENABLE_SNAPSHOT": "true", "PVC_NAME": "pvc-download-tusimple-data-0"}
     cfg = parse_config(base(data, tmp_path), env)
-    assert (cfg.batch_size, cfg.use_workers, cfg.num_workers, cfg.use_val, cfg.val_batch_size) == (33, True, 4, False, 99)
+    got = (cfg.batch_size, cfg.use_workers, cfg.num_workers, cfg.use_val, cfg.val_batch_size)
+    assert got == (33, True, 4, False, 99)
     assert cfg.enable_snapshot and cfg.pvc_name == "pvc-download-tusimple-data-0"
     assert cfg.loader_workers == 4
     cfg = parse_config(base(data, tmp_path) + ["--batch-size", "5", "--no-use-workers", "--use-val"], env)
@@ -80,3 +81,24 @@ def test_parse_bool():
     assert parse_bool("TRUE", "X") is True and parse_bool(" false ", "X") is False
     with pytest.raises(ConfigError, match="X='2' is not a boolean"):
         parse_bool("2", "X")
+
+
+def test_one_spelling_of_trainer_flags():
+    """TrainConfig.to_argv and the launcher's trainer_argv are the same writer: a switch without a
+    --no- form (--resume) is left out when off instead of becoming a flag the parser refuses."""
+    from lanenb.launch.mpirun import trainer_argv
+    from lanenb_trainer.flags import to_flags
+
+    options = dict(data="/d", batch_size=4, use_val=False, resume=False, amp=True, weights=None)
+    expected = ["--data", "/d", "--batch-size", "4", "--no-use-val", "--amp"]
+    assert trainer_argv(**options) == to_flags(options) == expected
+    assert "--no-resume" not in TrainConfig(resume=False).to_argv()
+    assert TrainConfig(resume=True).to_argv().count("--resume") == 1
+
+
+def test_every_config_field_is_documented():
+    import dataclasses
+
+    args = TrainConfig.__doc__.split("Args:", 1)[1]
+    missing = [f.name for f in dataclasses.fields(TrainConfig) if f"{f.name}:" not in args and f"{f.name}," not in args]
+    assert not missing, missing

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.monitor import SystemMonitor
-from lanenb_trainer.train import lr_at, scnn_loss
+from lanenb_trainer.recipe import lr_at, scnn_loss
 
 
 def test_lr_warmup_poly_and_world_scaling():
@@ -17,7 +19,7 @@ def test_lr_warmup_poly_and_world_scaling():
     assert lr_at(9, cfg, 1, 100) == pytest.approx(0.01 * (1 - 0.09) ** 0.9)
     assert lr_at(9, cfg, 4, 100) == pytest.approx(4 * lr_at(9, cfg, 1, 100))
     lrs = [lr_at(s, cfg, 2, 100) for s in range(10, 100)]
-    assert all(a > b for a, b in zip(lrs, lrs[1:]))  # poly decay after warm-up
+    assert all(a > b for a, b in itertools.pairwise(lrs))  # poly decay after warm-up
     assert lr_at(100, cfg, 2, 100) == 0.0
 
 
@@ -50,7 +52,7 @@ def test_atomic_save_and_compatibility(tmp_path):
     with pytest.raises(ValueError, match=r"world size 2 \(now 3\), batch size 4 \(now 8\)"):
         ckpt.check_compatible(loaded, batch_size=8, world_size=3, backbone="small")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(Exception):
+    with pytest.raises(ckpt.CheckpointError, match="is not a readable checkpoint"):
         ckpt.load(tmp_path / "junk.pt")
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
         ckpt.load(tmp_path / "missing.pt")
@@ -72,8 +74,7 @@ def test_system_monitor_reads_cpu_and_rss():
 
 def test_event_lines_fit_one_mpi_chunk(tmp_path, capsys):
     """Open MPI re-tags output every 4 KiB: a long traceback must not split an event line."""
-    from lanenb_trainer.events import parse_line
-    from lanenb_trainer.train import MAX_EVENT_CHARS, EventLog
+    from lanenb_trainer.events import MAX_EVENT_CHARS, EventLog, parse_line
 
     log = EventLog(0, tmp_path / "events.jsonl")
     tb = "".join(f'  File "x.py", line {i}, in f\n' for i in range(500)) + "RuntimeError: the real cause"

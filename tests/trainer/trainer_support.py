@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from lanenb.launch.mpirun import OutputLine, launch_env, run_local
+from lanenb.launch.lines import LogLine
+from lanenb.launch.mpirun import launch_env, run_local
 from lanenb_trainer.config import TrainConfig
 
 TINY = dict(img_height=64, img_width=160, batch_size=4, val_batch_size=8, log_every=1,
@@ -29,8 +30,8 @@ def train_args(data: Path, run_dir: Path, **overrides: Any) -> list[str]:
 
 
 def run_ranks(processes: int, args: list[str], *, extra_env: dict[str, str] | None = None,
-              ) -> tuple[int, list[OutputLine]]:
-    lines: list[OutputLine] = []
+              ) -> tuple[int, list[LogLine]]:
+    lines: list[LogLine] = []
     env = launch_env(extra={"LANENB_THREADS": "1", **(extra_env or {})})
     for var in ("LANENB_FAULT_RANK", "LANENB_FAULT_STEP"):
         if var not in (extra_env or {}):
@@ -39,12 +40,12 @@ def run_ranks(processes: int, args: list[str], *, extra_env: dict[str, str] | No
     return code, lines
 
 
-def events_of(lines: list[OutputLine], kind: str, rank: int | None = None):
+def events_of(lines: list[LogLine], kind: str, rank: int | None = None):
     return [ln.event for ln in lines
             if ln.event is not None and ln.event.kind == kind and (rank is None or ln.event.rank == rank)]
 
 
-def dump(lines: list[OutputLine]) -> str:
+def dump(lines: list[LogLine]) -> str:
     return "\n".join(ln.tagged() for ln in lines)[-6000:]
 
 

@@ -8,32 +8,23 @@ work (the local launcher calls it too, before ``mpirun``), with a message naming
 
 from __future__ import annotations
 
-from .errors import UserError
-
 import argparse
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-# The one list of each (engines/, models/ and the notebook side import these names).
+from .errors import UserError
+from .flags import NEGATABLE, to_flags
+from .model_registry import imagenet_models, list_models
+from .runai import RUNAI_ENV, bool_word, runai_variable
+
+# The one list of each (engines/, models/ and the notebook side import these names). The
+# backbones are the model registry's (lanenb_trainer.model_registry), named without torch.
 ENGINES = ("auto", "horovod", "ddp")
-BACKBONES = ("small", "vgg16", "resnet18", "resnet34")
-IMAGENET_BACKBONES = ("vgg16", "resnet18", "resnet34")  # with a torchvision ImageNet layout
-
-# RUN:AI guide variable -> TrainConfig field
-ENV_DEFAULTS = {
-    "BATCH_SIZE": "batch_size",
-    "USE_WORKERS": "use_workers",
-    "NUM_WORKERS": "num_workers",
-    "USE_VAL": "use_val",
-    "VAL_BATCH_SIZE": "val_batch_size",
-    "ENABLE_SNAPSHOT": "enable_snapshot",
-    "PVC_NAME": "pvc_name",
-}
-
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
+BACKBONES = list_models()
+IMAGENET_BACKBONES = imagenet_models()  # with a torchvision ImageNet layout
 
 
 class ConfigError(UserError, ValueError):
@@ -42,6 +33,46 @@ class ConfigError(UserError, ValueError):
 
 @dataclass
 class TrainConfig:
+    """What one rank trains: every ``python -m lanenb_trainer`` flag as a field (``--batch-size``
+    is ``batch_size``). Build it with :func:`parse_config` (flags > RUN:AI variables > these
+    defaults, validated), or directly and call :meth:`validate`; :meth:`to_argv` gives the flags
+    back, every value explicit.
+
+    Args:
+        data: TuSimple-layout dataset root (``clips/`` + label JSON files); required.
+        run_dir: where rank 0 writes checkpoints, predictions and metrics; required.
+        epochs: passes over the training split.
+        batch_size: per rank; the global batch is ranks x this (:func:`global_batch`).
+            RUN:AI ``BATCH_SIZE``.
+        engine: ``auto`` (Horovod when importable, else DDP), ``horovod`` or ``ddp``.
+        backbone: a name of the model registry (:data:`BACKBONES`).
+        lr: per-rank learning rate, scaled linearly by the world size.
+        momentum, weight_decay: SGD's.
+        warmup_steps: linear LR warm-up steps, then poly decay.
+        poly_power: the poly decay's power.
+        img_height, img_width: network input, multiples of 8 and >= 32.
+        num_workers: DataLoader workers when ``use_workers`` (RUN:AI ``NUM_WORKERS``).
+        use_workers: RUN:AI ``USE_WORKERS``; off means the loader runs in the rank's process.
+        use_val: evaluate a validation split each epoch (RUN:AI ``USE_VAL``).
+        val_batch_size: the evaluation batch (RUN:AI ``VAL_BATCH_SIZE``).
+        val_fraction: share of the train labels held out for validation.
+        augment: random affine + colour jitter on training frames.
+        max_steps: stop after this many global steps (0: no limit).
+        resume: continue exactly from ``run_dir/checkpoints/last.pt``.
+        seed: fixes the init, the split and the data order.
+        weights: a local weights file for the whole model (nothing is downloaded).
+        backbone_weights: a local torchvision ImageNet file for the backbone.
+        log_every: a ``step`` event every N steps; system_interval: seconds between
+            ``system`` events.
+        amp: mixed precision (GPU only).
+        enable_snapshot, pvc_name: snapshot PVC ``pvc_name`` after a successful run (RUN:AI
+            ``ENABLE_SNAPSHOT``, ``PVC_NAME``).
+        collective_timeout: seconds before a hung collective fails the run.
+
+    Raises:
+        ConfigError: from :meth:`validate`, naming the flag (and variable) and the value.
+    """
+
     data: str = ""
     run_dir: str = ""
     epochs: int = 10
@@ -86,42 +117,32 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
+    def from_dict(cls, d: Mapping[str, Any]) -> TrainConfig:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
     def to_argv(self) -> list[str]:
         """Flags that reproduce this config (every value explicit, so rank env vars cannot change it)."""
-        argv: list[str] = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            flag = "--" + f.name.replace("_", "-")
-            if isinstance(value, bool):
-                if f.name in _BOOL_NEGATABLE:
-                    argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
-                elif value:
-                    argv.append(flag)
-            elif value is None:
-                continue
-            else:
-                argv += [flag, str(value)]
-        return argv
+        return to_flags(self.to_dict())
 
-    def validate(self) -> "TrainConfig":
+    def validate(self) -> TrainConfig:
         _validate(self)
         return self
 
 
-_BOOL_NEGATABLE = ("use_workers", "use_val", "augment", "amp", "enable_snapshot")
+def global_batch(batch_size: int, processes: int) -> int:
+    """Images per optimizer step: data parallel, so each of ``processes`` ranks takes its own
+    ``batch_size`` and the all-reduced step sees them all. The one formula the trainer, the
+    notebook views and the launch form share."""
+    return batch_size * processes
 
 
 def parse_bool(value: str, name: str) -> bool:
-    v = value.strip().lower()
-    if v in _TRUE:
-        return True
-    if v in _FALSE:
-        return False
-    raise ConfigError(f'{name}={value!r} is not a boolean: use "true" or "false"')
+    """A RUN:AI true/false word (``lanenb_trainer.runai``); ``ConfigError`` names ``name``."""
+    parsed = bool_word(value)
+    if parsed is None:
+        raise ConfigError(f'{name}={value!r} is not a boolean: use "true" or "false"')
+    return parsed
 
 
 def _env_value(env: Mapping[str, str], var: str, field_type: type) -> Any:
@@ -168,9 +189,11 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
     g.add_argument("--poly-power", type=float, help=f"poly LR decay power (default {d.poly_power})")
     g.add_argument("--img-height", type=int, help=f"network input height, multiple of 8 (default {d.img_height})")
     g.add_argument("--img-width", type=int, help=f"network input width, multiple of 8 (default {d.img_width})")
-    g.add_argument("--num-workers", type=int, help=f"loader workers when --use-workers (env NUM_WORKERS, default {d.num_workers})")
+    g.add_argument("--num-workers", type=int,
+                   help=f"loader workers when --use-workers (env NUM_WORKERS, default {d.num_workers})")
     g.add_argument("--val-batch-size", type=int, help=f"(env VAL_BATCH_SIZE, default {d.val_batch_size})")
-    g.add_argument("--val-fraction", type=float, help=f"share of train labels held out for validation (default {d.val_fraction})")
+    g.add_argument("--val-fraction", type=float,
+                   help=f"share of train labels held out for validation (default {d.val_fraction})")
     g.add_argument("--max-steps", type=int, help="stop after this many global steps (0 = no limit)")
     g.add_argument("--resume", action="store_true", default=None, help="continue from RUN_DIR/checkpoints/last.pt")
     g.add_argument("--seed", type=int, help=f"(default {d.seed})")
@@ -179,11 +202,12 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
                    "(vgg16_bn / resnet18 / resnet34 .pth; nothing is downloaded)")
     g.add_argument("--log-every", type=int, help=f"emit a step event every N steps (default {d.log_every})")
     g.add_argument("--system-interval", type=float, help=f"seconds between system events (default {d.system_interval})")
-    g.add_argument("--collective-timeout", type=float, help=f"seconds before a hung collective fails the run (default {d.collective_timeout:g})")
+    g.add_argument("--collective-timeout", type=float,
+                   help=f"seconds before a hung collective fails the run (default {d.collective_timeout:g})")
     g.add_argument("--pvc-name", help="PVC to snapshot at the end (env PVC_NAME)")
-    for name in _BOOL_NEGATABLE:
+    for name in NEGATABLE:
         flag = name.replace("_", "-")
-        env = next((k for k, v in ENV_DEFAULTS.items() if v == name), None)
+        env = runai_variable(name)
         hint = f" (env {env})" if env else ""
         g.add_argument(f"--{flag}", dest=name, action="store_true", default=None, help=f"--{flag} / --no-{flag}{hint}")
         g.add_argument(f"--no-{flag}", dest=name, action="store_false", default=None, help=argparse.SUPPRESS)
@@ -195,7 +219,7 @@ def config_from_args(ns: argparse.Namespace, env: Mapping[str, str] | None = Non
     env = os.environ if env is None else env
     cfg = TrainConfig()
     types = {f.name: f.type for f in fields(TrainConfig)}
-    for var, name in ENV_DEFAULTS.items():
+    for var, name in RUNAI_ENV.items():
         if var in env and env[var].strip() != "":
             ftype = {"bool": bool, "int": int}.get(str(types[name]), str)
             setattr(cfg, name, _env_value(env, var, ftype))
@@ -238,19 +262,20 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"--run-dir {c.run_dir!r} exists and is not a directory")
     if c.engine not in ENGINES:
         raise ConfigError(f"--engine {c.engine!r} is not one of {', '.join(ENGINES)}")
-    if c.backbone not in BACKBONES:
-        raise ConfigError(f"--backbone {c.backbone!r} is not one of {', '.join(BACKBONES)}")
+    if c.backbone not in list_models():
+        raise ConfigError(f"--backbone {c.backbone!r} is not one of {', '.join(list_models())}")
     for name, minimum in (("epochs", 1), ("batch_size", 1), ("val_batch_size", 1), ("num_workers", 0),
                           ("warmup_steps", 0), ("max_steps", 0), ("log_every", 1)):
         value = getattr(c, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            env = next((k for k, v in ENV_DEFAULTS.items() if v == name), None)
+            env = runai_variable(name)
             src = f" (or env {env})" if env else ""
             raise ConfigError(f"--{name.replace('_', '-')}{src} must be an integer >= {minimum}, got {value!r}")
     for name in ("img_height", "img_width"):
         value = getattr(c, name)
         if value < 32 or value % 8:
-            raise ConfigError(f"--{name.replace('_', '-')} must be a multiple of 8 and >= 32 (SCNN works at stride 8), got {value}")
+            raise ConfigError(f"--{name.replace('_', '-')} must be a multiple of 8 and >= 32 "
+                              f"(SCNN works at stride 8), got {value}")
     if not c.lr > 0:
         raise ConfigError(f"--lr must be > 0, got {c.lr}")
     if not 0 <= c.momentum < 1:
@@ -271,8 +296,8 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"--weights {c.weights!r}: no such file")
     if c.backbone_weights and not Path(c.backbone_weights).is_file():
         raise ConfigError(f"--backbone-weights {c.backbone_weights!r}: no such file")
-    if c.backbone_weights and c.backbone not in IMAGENET_BACKBONES:
-        raise ConfigError(f"--backbone-weights needs an ImageNet backbone ({', '.join(IMAGENET_BACKBONES)}), "
+    if c.backbone_weights and c.backbone not in imagenet_models():
+        raise ConfigError(f"--backbone-weights needs an ImageNet backbone ({', '.join(imagenet_models())}), "
                           f"not --backbone {c.backbone!r}")
     if c.enable_snapshot and not c.pvc_name:
         raise ConfigError("--enable-snapshot (or env ENABLE_SNAPSHOT=true) needs --pvc-name (or env PVC_NAME)")

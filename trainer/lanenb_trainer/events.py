@@ -3,7 +3,8 @@
 Ranks print one event per line to stdout. Launchers (local mpirun, Kubernetes pod logs)
 and the notebook never parse anything else, so the same parser serves every backend.
 Lines may carry launcher decorations before the marker (mpirun's ``[1,0]<stdout>:``,
-kubectl timestamps); the parser finds the marker anywhere in the line.
+kubectl timestamps); the parser finds the marker anywhere in the line. Which rank wrote a
+line is ``lanenb_trainer.ranktag``'s business.
 
 The schema is documented in docs/EVENTS.md; bump ``SCHEMA_VERSION`` on incompatible change.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 import threading
 import time
@@ -23,9 +23,6 @@ from typing import Any, Iterable, Iterator, TextIO
 PREFIX = "@lanenb "
 SCHEMA_VERSION = 1
 KINDS = frozenset({"start", "step", "epoch", "eval", "checkpoint", "system", "end", "error", "log", "snapshot"})
-
-# mpirun --tag-output writes "[jobid,rank]<stdout>:" before each line.
-_MPI_TAG = re.compile(r"^\[(?:\d+),(\d+)\]<(stdout|stderr)>:\s?")
 
 _emit_lock = threading.Lock()
 
@@ -81,14 +78,6 @@ def emit(kind: str, rank: int, stream: TextIO | None = None, **fields: Any) -> N
     with _emit_lock:
         out.write(line + "\n")
         out.flush()
-
-
-def split_rank_tag(line: str) -> tuple[int | None, str]:
-    """Strip mpirun's ``[job,rank]<stdout>:`` tag; return (rank or None, rest)."""
-    m = _MPI_TAG.match(line)
-    if m:
-        return int(m.group(1)), line[m.end():]
-    return None, line
 
 
 def parse_line(line: str) -> Event | None:

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from lanenb_trainer import events
+from lanenb_trainer import events, ranktag
 
 HOSTFILE_ENV = "OMPI_MCA_orte_default_hostfile"  # set by the MPI Operator on the launcher
 SSH_PORT = 22
@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _failed_event(line: str) -> bool:
-    event = events.parse_line(events.split_rank_tag(line.rstrip("\n"))[1])
+    event = events.parse_line(ranktag.split_rank_tag(line.rstrip("\n"))[1])
     return event is not None and (event.kind == "error" or (event.kind == "end" and event.get("status") == "failed"))
 
 

@@ -1,6 +1,7 @@
 // The "Lane training" sidebar in a real JupyterLab and Chromium, over real jobs: a job started
 // by %lanetrain in a notebook cell is listed, reaches succeeded, its panel shows the trainer's
-// log and charts; Stop cancels a running job; a snapshot is restored from the sidebar.
+// log and charts; a running job's panel follows it live and Stop cancels it; a snapshot is
+// restored from the sidebar.
 import { expect, galata, test } from '@jupyterlab/galata';
 import * as path from 'path';
 
@@ -71,13 +72,22 @@ test('Stop in the sidebar asks for confirmation and cancels a running job', asyn
   );
   const item = page.locator('#lanenb-sidebar li[data-job="ui-long"]');
   await expect(item.locator('.lanenb-job-state')).toHaveText('running', { timeout: 60000 });
+  // its panel follows the live update stream: new lines, and charts from the state it carries
+  await item.locator('.lanenb-job-name').click();
+  const panel = page.locator('.lanenb-job-panel').filter({ hasText: 'ui-long:' });
+  await expect(panel.locator('.lanenb-log')).toContainText(/step \d+\/\d+ loss/, { timeout: 60000 });
+  await expect(panel.locator('.lanenb-chart path.lanenb-chart-line').first()).toBeVisible();
+  await expect(panel.locator('.lanenb-panel-status')).toContainText('running');
   await item.locator('button.lanenb-stop').click();
   const dialog = page.locator('.jp-Dialog');
   await expect(dialog).toContainText('Stop job "ui-long"?');
   await page.screenshot({ path: path.join(SHOTS, 'stop-dialog.png') });
   await dialog.locator('button.jp-mod-warn').click();
   await expect(item.locator('.lanenb-job-state')).toHaveText('cancelled', { timeout: 60000 });
+  await expect(panel.locator('.lanenb-panel-status')).toContainText('cancelled'); // from its stream
+  await expect(panel.locator('button.lanenb-stop')).toBeHidden();
   // the kernel that launched it sees the same outcome
+  await page.activity.activateTab('long.ipynb');
   await page.notebook.setCell(0, 'code', 'print("kernel sees", job.status().state.value)');
   await page.notebook.runCell(0, true);
   await expect(page.locator('.jp-OutputArea-output').first()).toContainText('kernel sees cancelled');

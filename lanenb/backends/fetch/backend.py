@@ -10,15 +10,21 @@ handle names the cluster, namespace and Job.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from lanenb.backends.fetch.objects import CONTAINER, build_fetch_job, create_fetch_objects
+from lanenb.backends.fetch.spec import BACKEND, FetchSpec
 from lanenb.contract.backend import Backend, LogChunk, LogLine
+from lanenb.contract.spec import SpecError
+from lanenb.contract.status import JobState, JobStatus
 from lanenb.kube.client import ClientCache, Clients, KubernetesAPIError, RetryPolicy
 from lanenb.kube.logs import (
     StampCursor,
@@ -30,11 +36,6 @@ from lanenb.kube.logs import (
 )
 from lanenb.kube.names import check_label
 from lanenb.kube.pods import parse_time, pod_problem
-from lanenb.contract.spec import SpecError
-from lanenb.contract.status import JobState, JobStatus
-
-from lanenb.backends.fetch.spec import BACKEND, FetchSpec
-from lanenb.backends.fetch.objects import CONTAINER, build_fetch_job, create_fetch_objects
 
 __all__ = ["KubernetesFetchBackend", "fetch_status", "fetcher_error"]
 
@@ -199,7 +200,7 @@ class KubernetesFetchBackend(Backend):
             pod_name = pods[0]["metadata"]["name"]
             followed.add(pod_name)
             for text in follow_pod_lines(clients, namespace, pod_name, CONTAINER,
-                                         refresh=lambda: read_pod(clients, namespace, pod_name)):
+                                         refresh=functools.partial(read_pod, clients, namespace, pod_name)):
                 yield LogLine(None, text, SOURCE)
 
     def read_log(self, spec: Any, handle: dict[str, Any], cursor: str | None, *,

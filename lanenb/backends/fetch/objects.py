@@ -22,15 +22,15 @@ module holds the manifests and their creation; every API call goes through
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from lanenb.backends.fetch.spec import STORAGE_QUANTITY, FetchSpec, fetch_job_name
 from lanenb.errors import UserError
 from lanenb.kube.client import Clients, KubernetesAPIError, load_clients
 from lanenb.kube.names import check_label, check_subdomain
-
-from lanenb.backends.fetch.spec import STORAGE_QUANTITY, FetchSpec, fetch_job_name
 
 __all__ = [
     "CONTAINER",

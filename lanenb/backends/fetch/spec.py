@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from lanenb.kube.rules import name_problem
 from lanenb.contract.spec import PULL_POLICIES, SpecError
+from lanenb.kube.rules import name_problem
 
 __all__ = ["BACKEND", "FetchSpec", "fetch_job_name"]
 
@@ -136,7 +137,7 @@ class FetchSpec:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "FetchSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> FetchSpec:
         """The inverse of ``to_dict``; an unknown key is an error, not silently dropped."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)

@@ -11,25 +11,48 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
-from lanenb.contract.redact import redact_text
+from lanenb.backends.kubernetes.launcher_log import find_pod, pod_dicts, to_log_lines, to_log_lines_with_cursors
+from lanenb.backends.kubernetes.manifests import (
+    ManifestError,
+    build_mpijob,
+    cluster_run_dir,
+    namespace_for,
+    redact_mpijob,
+    render,
+)
+from lanenb.backends.kubernetes.status import missing_status, mpijob_status
 from lanenb.contract.backend import Backend, LogChunk, LogLine
+from lanenb.contract.redact import redact_text
 from lanenb.kube.client import (
-    INSTALL_HINT, MPIJOB_GROUP, MPIJOB_PLURAL, MPIJOB_VERSION, Clients, KubernetesAPIError, KubernetesConfigError,
-    KubernetesError, KubernetesUnreachableError, OperatorNotInstalledError, RetryPolicy, ClientCache,
+    INSTALL_HINT,
+    MPIJOB_GROUP,
+    MPIJOB_PLURAL,
+    MPIJOB_VERSION,
+    ClientCache,
+    Clients,
+    KubernetesAPIError,
+    KubernetesConfigError,
+    KubernetesError,
+    KubernetesUnreachableError,
+    OperatorNotInstalledError,
+    RetryPolicy,
 )
 from lanenb.kube.events import warning_events
-from lanenb.backends.kubernetes.launcher_log import find_pod, pod_dicts, to_log_lines, to_log_lines_with_cursors
 from lanenb.kube.logs import (
-    StampCursor, _container_terminated, follow_pod_lines, read_pod, read_pod_lines, read_pod_lines_after,
+    StampCursor,
+    _container_terminated,
+    follow_pod_lines,
+    read_pod,
+    read_pod_lines,
+    read_pod_lines_after,
 )
-from lanenb.backends.kubernetes.manifests import ManifestError, build_mpijob, cluster_run_dir, namespace_for, redact_mpijob, render
 from lanenb.kube.names import InvalidNameError, check_label
-from lanenb.backends.kubernetes.status import missing_status, mpijob_status
 from lanenb.kube.watch import watch_mpijob
 
 if TYPE_CHECKING:
@@ -45,10 +68,10 @@ __all__ = [
 SUBMISSION_ANNOTATION = "lanenb/submission-id"
 
 
-def _redacted(line: LogLine, spec: "TrainSpec") -> LogLine:
+def _redacted(line: LogLine, spec: TrainSpec) -> LogLine:
     """A rank that echoes a secret's value (a traceback, a printed config) shows ``<redacted>``."""
     text = redact_text(line.text, spec.env)
-    return line if text == line.text else LogLine(line.rank, text, line.source)
+    return line if text == line.text else LogLine(line.rank, text, line.source, line.stream)
 
 
 class KubernetesBackend(Backend):
@@ -72,7 +95,7 @@ class KubernetesBackend(Backend):
         A job's handle names both, so a new kernel talks to the cluster the job was sent to."""
         return self._clients.get(context, kubeconfig)
 
-    def _for(self, spec: "TrainSpec", handle: dict[str, Any] | None = None) -> tuple[Clients, str, str]:
+    def _for(self, spec: TrainSpec, handle: dict[str, Any] | None = None) -> tuple[Clients, str, str]:
         handle = handle or {}
         clients = self.clients(handle.get("context") or spec.k8s.context, handle.get("kubeconfig"))
         namespace = check_label("namespace", handle.get("namespace") or namespace_for(spec, clients.namespace))
@@ -114,14 +137,14 @@ class KubernetesBackend(Backend):
                                      exc.status, exc.body) from exc
 
     # ------------------------------------------------------------------ Backend API
-    def render(self, spec: "TrainSpec") -> str:
+    def render(self, spec: TrainSpec) -> str:
         return render(spec)
 
-    def validate(self, spec: "TrainSpec", run_dir: str | Path | None = None) -> None:
+    def validate(self, spec: TrainSpec, run_dir: str | Path | None = None) -> None:
         """Everything that can be checked without the cluster (names, image): no request is sent."""
         build_mpijob(spec, str(run_dir) if run_dir else None)
 
-    def submit(self, spec: "TrainSpec", run_dir: str | Path | None = None) -> dict[str, Any]:
+    def submit(self, spec: TrainSpec, run_dir: str | Path | None = None) -> dict[str, Any]:
         """Create the MPIJob and return at once; ``run_dir`` is a path inside the cluster (or None:
         then under the first writable volume, see ``cluster_run_dir``). The handle keeps the
         context, kubeconfig and namespace, so ``get_job`` in another kernel finds the same job."""
@@ -154,22 +177,22 @@ class KubernetesBackend(Backend):
         return {"namespace": namespace, "name": name, "uid": meta.get("uid"), "context": clients.context,
                 "kubeconfig": clients.kubeconfig, "run_dir": run_dir, "submitted": time.time()}
 
-    def _status_of(self, clients: Clients, namespace: str, name: str, job: dict[str, Any]) -> "JobStatus":
+    def _status_of(self, clients: Clients, namespace: str, name: str, job: dict[str, Any]) -> JobStatus:
         pods = pod_dicts(clients, namespace, name)
         status = mpijob_status(job, pods)
         if status.state.value == "pending":  # only then can a Warning event be the reason
             status = mpijob_status(job, pods, warning_events(clients, namespace, name, pods))
         return status
 
-    def status(self, spec: "TrainSpec", handle: dict[str, Any]) -> "JobStatus":
+    def status(self, spec: TrainSpec, handle: dict[str, Any]) -> JobStatus:
         clients, namespace, name = self._for(spec, handle)
         job = self._get_job(clients, namespace, name)
         if job is None:
             return missing_status(namespace, name)
         return self._status_of(clients, namespace, name, job)
 
-    def watch(self, spec: "TrainSpec", handle: dict[str, Any], *, timeout: float | None = None
-              ) -> Iterator["JobStatus"]:
+    def watch(self, spec: TrainSpec, handle: dict[str, Any], *, timeout: float | None = None
+              ) -> Iterator[JobStatus]:
         """A ``JobStatus`` each time the MPIJob changes (a watch, not polling), until it is final:
         a deleted MPIJob ends the watch with its last final state, or LOST."""
         clients, namespace, name = self._for(spec, handle)
@@ -183,7 +206,7 @@ class KubernetesBackend(Backend):
             if status.state.finished:
                 return
 
-    def logs(self, spec: "TrainSpec", handle: dict[str, Any], *, follow: bool = False,
+    def logs(self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool = False,
              worker: int | None = None) -> Iterator[LogLine]:
         """The launcher's log (every rank's lines, tagged by mpirun); ``worker=N``: rank N's lines
         only, as on the local backend (a worker pod itself only runs sshd)."""
@@ -193,7 +216,7 @@ class KubernetesBackend(Backend):
         else:
             yield from (line for line in lines if line.rank == worker)
 
-    def _launcher_logs(self, spec: "TrainSpec", handle: dict[str, Any], *, follow: bool) -> Iterator[LogLine]:
+    def _launcher_logs(self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool) -> Iterator[LogLine]:
         clients, namespace, name = self._for(spec, handle)
         pod = find_pod(clients, namespace, name)
         if not follow:
@@ -215,7 +238,7 @@ class KubernetesBackend(Backend):
 
         yield from to_log_lines(follow_pod_lines(clients, namespace, pod_name, "launcher", refresh=refresh), "launcher")
 
-    def read_log(self, spec: "TrainSpec", handle: dict[str, Any], cursor: str | None, *,
+    def read_log(self, spec: TrainSpec, handle: dict[str, Any], cursor: str | None, *,
                  max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
         """The launcher pod's lines after a timestamp cursor (one non-follow log request)."""
         pos = StampCursor.decode(cursor)
@@ -231,7 +254,7 @@ class KubernetesBackend(Backend):
         lines = lines[:max_lines]
         return LogChunk(lines, lines[-1][1] if lines else cursor, closed and not more)
 
-    def capacity(self, spec: "TrainSpec | None" = None) -> dict[str, int]:
+    def capacity(self, spec: TrainSpec | None = None) -> dict[str, int]:
         """Allocatable ``nvidia.com/gpu`` over the cluster's nodes (one rank per GPU); a
         cluster without GPUs offers up to 64 CPU ranks."""
         clients = self.clients(spec.k8s.context if spec is not None else None)
@@ -249,7 +272,7 @@ class KubernetesBackend(Backend):
             return {"processes": 64, "gpus": 0, "gpus_per_process": 0}
         return {"processes": total, "gpus": total, "gpus_per_process": max(per_node)}
 
-    def datasets(self, spec: "TrainSpec | None" = None) -> list[str]:
+    def datasets(self, spec: TrainSpec | None = None) -> list[str]:
         """Names of the PVCs in the spec's namespace (mount one to train on its data)."""
         clients = self.clients(spec.k8s.context if spec is not None else None)
         namespace = namespace_for(spec) if spec is not None else "default"
@@ -257,7 +280,7 @@ class KubernetesBackend(Backend):
                             what="listing PVCs", _preload_content=False, _request_timeout=(5, 30))
         return sorted(p["metadata"]["name"] for p in json.loads(resp.data).get("items") or [])
 
-    def cancel(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+    def cancel(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Delete the MPIJob; Foreground propagation removes the pods before the job object."""
         clients, namespace, name = self._for(spec, handle)
         try:
@@ -272,16 +295,16 @@ class KubernetesBackend(Backend):
             raise KubernetesAPIError(f"deleting MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
                                      exc.status, exc.body) from exc
 
-    def _set_suspend(self, spec: "TrainSpec", handle: dict[str, Any], value: bool) -> None:
+    def _set_suspend(self, spec: TrainSpec, handle: dict[str, Any], value: bool) -> None:
         clients, namespace, name = self._for(spec, handle)
         self._patch(clients, namespace, name, {"spec": {"runPolicy": {"suspend": value}}},
                     "suspending" if value else "resuming")
 
-    def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+    def suspend(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """``runPolicy.suspend: true``: the operator deletes the pods and keeps the job."""
         self._set_suspend(spec, handle, True)
 
-    def resume(self, spec: "TrainSpec", handle: dict[str, Any], *, from_checkpoint: bool = True) -> None:
+    def resume(self, spec: TrainSpec, handle: dict[str, Any], *, from_checkpoint: bool = True) -> None:
         """Run a suspended job again; with ``from_checkpoint`` the trainer continues from
         ``<run_dir>/checkpoints/last.pt`` (``--resume``) instead of step 0.
 
@@ -320,7 +343,7 @@ class KubernetesBackend(Backend):
             raise KubernetesAPIError(f"patching MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
                                      exc.status, exc.body) from exc
 
-    def describe(self, spec: "TrainSpec", handle: dict[str, Any]) -> dict[str, Any]:
+    def describe(self, spec: TrainSpec, handle: dict[str, Any]) -> dict[str, Any]:
         clients, namespace, name = self._for(spec, handle)
         job = self._get_job(clients, namespace, name)
         pods = pod_dicts(clients, namespace, name) if job is not None else []

@@ -2,7 +2,8 @@
 
 The launcher pod's name has a random suffix, so it is found by the operator's labels; its log
 is Open MPI's ``--tag-output`` lines, put back together per rank by the same parser as the local
-backend's (``lanenb.launch.mpirun.TaggedOutputParser``). Reading and following a pod's log is
+backend's (``lanenb.launch.lines.TaggedOutputParser``), as the same ``LogLine`` objects whose
+``@lanenb`` event is parsed once, when first asked for. Reading and following a pod's log is
 ``lanenb.kube.logs``.
 """
 
@@ -12,9 +13,8 @@ import json
 from typing import Any, Iterator
 
 from lanenb.backends.kubernetes.manifests import JOB_NAME_LABEL, JOB_ROLE_LABEL
-from lanenb.contract.backend import LogLine
 from lanenb.kube.client import Clients
-from lanenb.launch.mpirun import TaggedOutputParser
+from lanenb.launch.lines import LogLine, TaggedOutputParser, iter_output
 
 __all__ = ["pod_dicts", "find_pod", "to_log_lines", "to_log_lines_with_cursors"]
 
@@ -42,22 +42,17 @@ def find_pod(clients: Clients, namespace: str, job: str, worker: int | None = No
 def to_log_lines(lines: Iterator[str] | list[str], source: str) -> Iterator[LogLine]:
     """Whole per-rank lines from the launcher's raw ``--tag-output`` lines: Open MPI splits a long
     line (an event over 4 KiB) into tagged chunks, which are put back together here exactly as
-    the local backend does (``TaggedOutputParser``)."""
-    parser = TaggedOutputParser()
-    for raw in lines:
-        for out in parser.feed(raw):
-            yield LogLine(rank=out.rank, text=out.text, source=source)
-    for out in parser.flush():
-        yield LogLine(rank=out.rank, text=out.text, source=source)
+    the local supervisor does (``TaggedOutputParser``)."""
+    return iter_output(lines, source)
 
 
 def to_log_lines_with_cursors(read: list[tuple[str, str]], source: str) -> list[tuple[LogLine, str]]:
     """``to_log_lines`` for (raw line, cursor after it) pairs: each whole line carries the cursor of
     the raw line that completed it (a chunk still open at the end of a read is flushed as is)."""
-    parser = TaggedOutputParser()
+    parser = TaggedOutputParser(source)
     out: list[tuple[LogLine, str]] = []
     cursor = ""
     for raw, cursor in read:
-        out += [(LogLine(rank=o.rank, text=o.text, source=source), cursor) for o in parser.feed(raw)]
-    out += [(LogLine(rank=o.rank, text=o.text, source=source), cursor) for o in parser.flush()]
+        out += [(line, cursor) for line in parser.feed(raw)]
+    out += [(line, cursor) for line in parser.flush()]
     return out

@@ -7,8 +7,6 @@ string) with ``python -m lanenb_trainer``; workers run sshd and get the GPUs.
 
 from __future__ import annotations
 
-from lanenb_trainer.errors import UserError
-
 import copy
 import math
 import posixpath
@@ -16,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from lanenb.kube.rules import parse_secret_ref, reserved_mount
 from lanenb.contract.redact import redact_env_list, redact_value
 from lanenb.kube.names import check_label, check_mpijob_name, check_subdomain
 from lanenb.kube.objects import MANAGED_BY
 from lanenb.kube.pods import JOB_NAME_LABEL, JOB_ROLE_LABEL
+from lanenb.kube.rules import parse_secret_ref, reserved_mount
+from lanenb_trainer.errors import UserError
 
 if TYPE_CHECKING:
     from lanenb.contract.spec import TrainSpec
@@ -53,7 +52,7 @@ class ManifestError(UserError, ValueError):
     """The spec cannot be expressed as an MPIJob; the message names the field."""
 
 
-def namespace_for(spec: "TrainSpec", default: str | None = None) -> str | None:
+def namespace_for(spec: TrainSpec, default: str | None = None) -> str | None:
     """RUN:AI projects live in ``runai-<project>`` namespaces; otherwise ``spec.namespace``, else
     ``default`` (the kubeconfig context's or the pod's namespace, resolved by the backend), else
     None (``render`` then leaves the namespace to ``kubectl``)."""
@@ -64,7 +63,7 @@ def namespace_for(spec: "TrainSpec", default: str | None = None) -> str | None:
     return check_label("namespace", default) if default is not None else None
 
 
-def cluster_run_dir(spec: "TrainSpec") -> str | None:
+def cluster_run_dir(spec: TrainSpec) -> str | None:
     """Where rank 0 writes inside the cluster: ``spec.run_dir``, else under the first writable volume."""
     if spec.run_dir:
         return spec.run_dir
@@ -74,7 +73,7 @@ def cluster_run_dir(spec: "TrainSpec") -> str | None:
     return None
 
 
-def _labels(spec: "TrainSpec") -> dict[str, str]:
+def _labels(spec: TrainSpec) -> dict[str, str]:
     labels = {
         "app.kubernetes.io/managed-by": MANAGED_BY,
         "app.kubernetes.io/name": "lanenb-trainer",
@@ -90,7 +89,7 @@ def _under(path: str, mount: str) -> bool:
     return path == mount or path.startswith(mount.rstrip("/") + "/")
 
 
-def check_cluster_paths(spec: "TrainSpec", run_dir: str | None) -> None:
+def check_cluster_paths(spec: TrainSpec, run_dir: str | None) -> None:
     """The paths the ranks will use must exist in the pods: the run dir on a writable volume, the
     dataset on a mounted one, no volume over a path the operator (or large_shm) mounts itself.
 
@@ -123,7 +122,7 @@ def check_cluster_paths(spec: "TrainSpec", run_dir: str | None) -> None:
             "it; mount the PVC that holds it (volumes=['NAME:/data:ro']) and point dataset= inside it")
 
 
-def _env_for(spec: "TrainSpec") -> dict[str, str]:
+def _env_for(spec: TrainSpec) -> dict[str, str]:
     # torch.distributed (engine=ddp) rendezvous on worker 0 through the operator's headless Service
     # "<job>-worker" (the pods' subdomain); the pod's DNS search path adds the namespace.
     rendezvous = {"MASTER_ADDR": f"{spec.name}-worker-0.{spec.name}-worker", "MASTER_PORT": "29500"}
@@ -132,7 +131,7 @@ def _env_for(spec: "TrainSpec") -> dict[str, str]:
     return {**BASE_ENV, **rendezvous, **job, **spec.env, **spec.k8s.nccl_env}
 
 
-def env_entries(spec: "TrainSpec", *, redact: bool = False) -> list[dict[str, Any]]:
+def env_entries(spec: TrainSpec, *, redact: bool = False) -> list[dict[str, Any]]:
     """The containers' ``env``: ``secret:NAME/KEY`` values become ``secretKeyRef``s (the value never
     leaves the cluster); with ``redact``, literal values of secret-named variables
     (``lanenb.contract.redact``) read ``<redacted>``."""
@@ -146,7 +145,7 @@ def env_entries(spec: "TrainSpec", *, redact: bool = False) -> list[dict[str, An
     return out
 
 
-def mpirun_argv(spec: "TrainSpec", run_dir: str | None = None) -> list[str]:
+def mpirun_argv(spec: TrainSpec, run_dir: str | None = None) -> list[str]:
     """The launcher's full argv: mpirun options, then the trainer entry point and its flags
     (built by ``lanenb.launch.mpirun.build_mpirun_argv``, the one builder local jobs use too)."""
     from lanenb.launch.mpirun import build_mpirun_argv
@@ -157,7 +156,7 @@ def mpirun_argv(spec: "TrainSpec", run_dir: str | None = None) -> list[str]:
         extra_mpi_args=["--mca", "pml", "ob1", "--mca", "btl", "^openib"], entrypoint=TRAINER_ENTRYPOINT)
 
 
-def _pod_spec(spec: "TrainSpec", container: dict[str, Any], *, volumes: bool) -> dict[str, Any]:
+def _pod_spec(spec: TrainSpec, container: dict[str, Any], *, volumes: bool) -> dict[str, Any]:
     pod: dict[str, Any] = {"containers": [container]}
     if spec.k8s.service_account:
         pod["serviceAccountName"] = check_subdomain("k8s.service_account", spec.k8s.service_account)
@@ -188,7 +187,7 @@ def _pod_spec(spec: "TrainSpec", container: dict[str, Any], *, volumes: bool) ->
     return pod
 
 
-def _worker_resources(spec: "TrainSpec") -> dict[str, Any]:
+def _worker_resources(spec: TrainSpec) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     requests: dict[str, Any] = {}
     slots = spec.k8s.slots_per_worker
@@ -208,7 +207,7 @@ def _worker_resources(spec: "TrainSpec") -> dict[str, Any]:
     return resources
 
 
-def build_mpijob(spec: "TrainSpec", run_dir: str | None = None, namespace: str | None = None, *,
+def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | None = None, *,
                  redact: bool = False, resume: bool = False) -> dict[str, Any]:
     """The MPIJob for ``spec``, checked against the MPI Operator's own rules (names, replica-level
     restart policy, reserved mounts) so that what the operator would silently refuse fails here.
@@ -304,7 +303,7 @@ def build_mpijob(spec: "TrainSpec", run_dir: str | None = None, namespace: str |
     }
 
 
-def render(spec: "TrainSpec", run_dir: str | None = None, namespace: str | None = None, *,
+def render(spec: TrainSpec, run_dir: str | None = None, namespace: str | None = None, *,
            redact: bool = True) -> str:
     """The MPIJob as YAML, for users who prefer ``kubectl apply -f``.
 

@@ -6,7 +6,9 @@ image cannot be pulled, missing volume claim, out of memory). We read both.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import time
+from collections.abc import Iterable
+from typing import Any
 
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.kube.events import event_problem

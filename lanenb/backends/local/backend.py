@@ -10,6 +10,9 @@ Each rank runs behind ``lanenb.launch.rankguard`` (dies with mpirun, records its
 dies with the supervisor, and the supervisor stops orphans: killing any process of the tree
 takes the ranks down. A supervisor that vanished without ``exit.json`` makes the job
 ``LOST``; ``cancel()`` still finds the recorded ranks whatever the registry says.
+
+Reading ``job.log`` is ``logfile.py``; what this machine offers (datasets, GPUs) is
+``discovery.py``; this module is the protocol with the supervisor's files and processes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,76 +32,20 @@ import psutil
 
 from lanenb_trainer.config import parse_config
 from lanenb_trainer.atomic import write_json
-from lanenb_trainer.events import parse_line, split_rank_tag
+from lanenb_trainer.events import parse_line
 
-from lanenb.launch import rankguard
+from lanenb.launch import procs, rankguard
 from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
 
 from lanenb.home import make_private_dir
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.contract.backend import Backend, LogChunk, LogLine
-from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME, SUPERVISOR_PREFIX
+from lanenb.backends.local.logfile import follow_lines, read_chunk, tail_text
+from lanenb.backends.local.discovery import data_roots, find_datasets, local_gpu_count
+from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME
 
+# data_roots, find_datasets, local_gpu_count: re-exported (they were defined here)
 __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
-
-READ_LIMIT = 4 * 2**20  # bytes of job.log one read_log call looks at
-
-DATA_ROOTS_ENV = "LANENB_DATA_ROOTS"
-
-
-def data_roots() -> list[Path]:
-    """Where the launch panel looks for datasets: ``$LANENB_DATA_ROOTS`` (``os.pathsep``
-    separated), else the current folder, ``./data`` and ``$LANENB_HOME/data``."""
-    from lanenb.home import lanenb_home
-
-    env = os.environ.get(DATA_ROOTS_ENV)
-    if env:
-        return [Path(p).expanduser() for p in env.split(os.pathsep) if p.strip()]
-    return [Path.cwd(), Path.cwd() / "data", lanenb_home() / "data"]
-
-
-def find_datasets(roots: Sequence[str | os.PathLike[str]] | None = None, depth: int = 3,
-                  limit: int = 200) -> list[str]:
-    """Directories up to ``depth`` levels below ``roots`` that hold TuSimple label files
-    (``label_data*.json`` or ``test_label.json``), as absolute paths, sorted."""
-    found: set[str] = set()
-
-    def walk(folder: Path, level: int) -> None:
-        if len(found) >= limit:
-            return
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            return
-        names = {e.name for e in entries}
-        if "test_label.json" in names or any(n.startswith("label_data") and n.endswith(".json") for n in names):
-            found.add(str(folder.resolve()))
-        if level >= depth:
-            return
-        for e in entries:
-            if e.is_dir(follow_symlinks=False) and not e.name.startswith(".") and e.name not in (
-                    "clips", "node_modules", "__pycache__", "runs"):
-                walk(Path(e.path), level + 1)
-
-    for root in roots if roots is not None else data_roots():
-        if Path(root).is_dir():
-            walk(Path(root), 0)
-    return sorted(found)
-
-
-def local_gpu_count() -> int:
-    """NVIDIA GPUs on this machine (NVML); 0 without a driver."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            return int(pynvml.nvmlDeviceGetCount())
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # no driver, no library: a CPU machine
-        return 0
-
 
 # Popen objects of supervisors this process started: kept so they are reaped (no zombies)
 # and never garbage-collected while running.
@@ -228,7 +174,7 @@ class LocalBackend(Backend):
     @staticmethod
     def _recorded_ranks(handle: dict[str, Any]) -> list[psutil.Process]:
         """Rank processes from the pid files their guards wrote, if still the same processes."""
-        procs = []
+        ranks = []
         for path in sorted((Path(handle["run_dir"]) / PIDS_NAME).glob("rank-*.json")):
             info = _read_json(path) or {}
             try:
@@ -237,21 +183,21 @@ class LocalBackend(Backend):
                     continue  # gone, or the pid now belongs to another process
                 proc = psutil.Process(pid)
                 if proc.status() != psutil.STATUS_ZOMBIE:
-                    procs.append(proc)
+                    ranks.append(proc)
             except (KeyError, TypeError, ValueError, psutil.Error):
                 continue
-        return procs
+        return ranks
 
     def _group_processes(self, handle: dict[str, Any]) -> list[psutil.Process]:
         """The supervisor, its descendants, anything else left in its process group and the
         recorded ranks (which live in process groups of their own)."""
-        procs: dict[int, psutil.Process] = {p.pid: p for p in self._recorded_ranks(handle)}
+        found: dict[int, psutil.Process] = {p.pid: p for p in self._recorded_ranks(handle)}
         sup = self._supervisor(handle)
         if sup is not None:
-            procs[sup.pid] = sup
+            found[sup.pid] = sup
             try:
                 for child in sup.children(recursive=True):
-                    procs[child.pid] = child
+                    found[child.pid] = child
             except psutil.Error:
                 pass
         pgid = handle.get("pgid")
@@ -259,10 +205,10 @@ class LocalBackend(Backend):
             for proc in psutil.process_iter(["pid"]):
                 try:
                     if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
-                        procs.setdefault(proc.pid, proc)
+                        found.setdefault(proc.pid, proc)
                 except (OSError, psutil.Error):
                     continue
-        return list(procs.values())
+        return list(found.values())
 
     def status(self, spec, handle: dict[str, Any]) -> JobStatus:
         if not handle:
@@ -299,7 +245,7 @@ class LocalBackend(Backend):
                 reason += f"; the run dir's disk has {free} bytes free"
         except OSError:
             pass
-        errors = self._read_lines(run / "supervisor.err", tail_bytes=2048)
+        errors = tail_text(run / "supervisor.err", tail_bytes=2048)
         if errors:
             reason += f"; its last error output: {errors[-1].strip()}"
         left = self._recorded_ranks(handle)
@@ -356,7 +302,7 @@ class LocalBackend(Backend):
         reason = f"launcher exited with code {rc}"
         # the trainer emits an "error" event before dying: tell the user what it said
         last_error = None
-        for line in self._read_lines(Path(handle["log"]), tail_bytes=256 * 1024):
+        for line in tail_text(Path(handle["log"]), tail_bytes=256 * 1024):
             ev = parse_line(line)
             if ev is not None and ev.kind == "error":
                 last_error = ev
@@ -365,122 +311,22 @@ class LocalBackend(Backend):
             reason += f"; rank {last_error.rank} reported: {msg}"
         return reason
 
-    @staticmethod
-    def _read_lines(path: Path, tail_bytes: int) -> list[str]:
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - tail_bytes))
-                data = fh.read()
-        except OSError:
-            return []
-        return data.decode("utf-8", errors="replace").splitlines()
-
     def logs(self, spec, handle: dict[str, Any], *, follow: bool = False,
              worker: int | None = None) -> Iterator[LogLine]:
         if not handle:
             return iter(())
-        return self._tail(handle, follow=follow, worker=worker)
-
-    def _tail(self, handle: dict[str, Any], *, follow: bool, worker: int | None) -> Iterator[LogLine]:
-        log_path = Path(handle["log"])
-        exit_path = Path(handle["run_dir"]) / EXIT_NAME
-        while not log_path.exists():  # the supervisor creates it within milliseconds
-            if not follow or exit_path.exists() or self._supervisor(handle) is None:
-                if not log_path.exists():
-                    return
-                break
-            time.sleep(self.poll_interval)
-        def complete_lines(buf: bytes) -> tuple[list[LogLine], bytes]:
-            *raws, rest = buf.split(b"\n")
-            lines = (self._to_logline(raw) for raw in raws)
-            return [ln for ln in lines if worker is None or ln.rank == worker], rest
-
-        with open(log_path, "rb") as fh:
-            pending = b""
-            while True:
-                chunk = fh.read(65536)
-                if chunk:
-                    lines, pending = complete_lines(pending + chunk)
-                    yield from lines
-                    continue
-                if not follow:
-                    break
-                # EOF: finished only once exit.json exists (written after the last log line)
-                # or the supervisor is gone; read once more so nothing written meanwhile is lost.
-                if exit_path.exists() or self._supervisor(handle) is None:
-                    lines, pending = complete_lines(pending + fh.read())
-                    yield from lines
-                    break
-                time.sleep(self.poll_interval)
-            if pending:
-                line = self._to_logline(pending)
-                if worker is None or line.rank == worker:
-                    yield line
+        return follow_lines(Path(handle["log"]), Path(handle["run_dir"]) / EXIT_NAME, follow=follow,
+                            worker=worker, running=lambda: self._supervisor(handle) is not None,
+                            poll_interval=self.poll_interval)
 
     def read_log(self, spec, handle: dict[str, Any], cursor: str | None, *, max_lines: int = 5000,
                  tail_lines: int | None = None) -> LogChunk:
         """Seek to byte offset ``cursor`` in ``job.log`` and return the whole lines after it."""
         if not handle:
             return LogChunk([], cursor, False)
-        log_path = Path(handle["log"])
         # decided before reading: once the output is closed nothing is appended any more
         closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
-        offset = 0
-        if cursor:
-            try:
-                offset = int(cursor)
-                if offset < 0:
-                    raise ValueError
-            except ValueError:
-                from lanenb.contract.spec import SpecError
-
-                raise SpecError("cursor", cursor, "is not a cursor of a local job's log") from None
-        try:
-            fh = open(log_path, "rb")
-        except FileNotFoundError:
-            return LogChunk([], cursor, closed)
-        with fh:
-            size = os.fstat(fh.fileno()).st_size
-            if offset > size:  # the log was replaced (run dir reused): start again
-                offset = 0
-            if not cursor and tail_lines:
-                offset = max(0, size - max(64 * 1024, 400 * tail_lines))
-            fh.seek(offset)
-            # bounded: a poll of a long log reads a slice, not the whole rest of the file
-            data = fh.read(min(size - offset, READ_LIMIT))
-        at_eof = offset + len(data) >= size
-        # a last line without newline, once nothing more can follow; or a slice without any
-        # newline (one line longer than READ_LIMIT), delivered in pieces rather than never
-        deliver_rest = (closed and at_eof) or (not at_eof and b"\n" not in data)
-        pos = offset
-        if not cursor and tail_lines and offset > 0:  # drop the partial first line
-            cut = data.find(b"\n") + 1
-            data, pos = data[cut:], offset + cut
-        lines: list[tuple[LogLine, str]] = []
-        for raw in data.split(b"\n")[:-1]:
-            pos += len(raw) + 1
-            lines.append((self._to_logline(raw), str(pos)))
-        rest = data[data.rfind(b"\n") + 1:]
-        if rest and deliver_rest:
-            pos += len(rest)
-            lines.append((self._to_logline(rest), str(pos)))
-        if not cursor and tail_lines:
-            lines = lines[-tail_lines:]
-        lines = lines[:max_lines]
-        end = int(lines[-1][1]) if lines else (offset if cursor or not tail_lines else pos)
-        return LogChunk(lines, str(end), closed and end >= size)
-
-    @staticmethod
-    def _to_logline(raw: bytes) -> LogLine:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        rank, rest = split_rank_tag(text)
-        if rank is not None:  # same shape as the Kubernetes launcher pod's lines
-            return LogLine(rank, rest, "launcher")
-        if text.startswith(SUPERVISOR_PREFIX):
-            return LogLine(None, text[len(SUPERVISOR_PREFIX):], "supervisor")
-        return LogLine(None, text, "launcher")
+        return read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines, tail_lines=tail_lines)
 
     def cancel(self, spec, handle: dict[str, Any]) -> None:
         """Stop the job and mark it cancelled (``cancel.json``), unless it has already ended.
@@ -512,43 +358,23 @@ class LocalBackend(Backend):
                                f"(this is {socket.gethostname()!r})")
 
     def _stop(self, handle: dict[str, Any]) -> None:
+        """One SIGTERM, a grace period, SIGKILL (``procs.terminate``): to the supervisor if it
+        is alive (it runs the ranks' stop sequence and writes exit.json: it gets the ranks'
+        grace, then mpirun's wind-down, SIGKILLed after another grace period), else to the
+        recorded ranks and what is left in its process group. Whatever still runs after that
+        is killed, with the supervisor's process group."""
+        pgid = handle.get("pgid")
         sup = self._supervisor(handle)
         if sup is not None:
-            # the supervisor runs the stop sequence and writes exit.json; wait for it (the
-            # ranks' grace, then mpirun's wind-down, SIGKILLed after another grace period)
-            try:
-                sup.send_signal(signal.SIGTERM)
-            except psutil.Error:
-                pass
-            deadline = time.monotonic() + 2 * self.grace + 10
-            while self._supervisor(handle) is not None and time.monotonic() < deadline:
-                time.sleep(0.05)
+            procs.terminate([sup], 2 * self.grace + 10, group=pgid)
         else:
-            # no supervisor: the recorded ranks and anything left in its group get the same
-            # one SIGTERM, then SIGKILL after the grace period
-            procs = self._group_processes(handle)
-            self._signal_all(procs, signal.SIGTERM)
-            psutil.wait_procs(procs, timeout=self.grace)
+            procs.terminate(self._group_processes(handle), self.grace, group=pgid)
         leftovers = self._group_processes(handle)
         if leftovers:
-            self._signal_all(leftovers, signal.SIGKILL, pgid=handle.get("pgid"))
-            psutil.wait_procs(leftovers, timeout=5)
+            procs.kill(leftovers, group=pgid)
         spawned = _SPAWNED.get(int(handle.get("pid", 0) or 0))
         if spawned is not None:  # reap the supervisor if this very process started it
             spawned.poll()
-
-    @staticmethod
-    def _signal_all(procs: list[psutil.Process], sig: signal.Signals, pgid: int | None = None) -> None:
-        if pgid:
-            try:
-                os.killpg(int(pgid), sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for proc in procs:
-            try:
-                proc.send_signal(sig)
-            except psutil.Error:
-                pass
 
     def describe(self, spec, handle: dict[str, Any]) -> dict[str, Any]:
         info: dict[str, Any] = {"handle": handle}
@@ -557,13 +383,13 @@ class LocalBackend(Backend):
         run = Path(handle["run_dir"])
         info["exit"] = _read_json(run / EXIT_NAME)
         info["cancel"] = _read_json(run / CANCEL_NAME)
-        procs = []
+        listed = []
         for proc in self._group_processes(handle):
             try:
-                procs.append({"pid": proc.pid, "name": proc.name(), "status": proc.status(),
-                              "cmdline": proc.cmdline()})
+                listed.append({"pid": proc.pid, "name": proc.name(), "status": proc.status(),
+                               "cmdline": proc.cmdline()})
             except psutil.Error:
                 continue
-        info["processes"] = procs
-        info["log_tail"] = self._read_lines(Path(handle["log"]), tail_bytes=4096)[-20:]
+        info["processes"] = listed
+        info["log_tail"] = tail_text(Path(handle["log"]), tail_bytes=4096)[-20:]
         return info

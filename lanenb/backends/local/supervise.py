@@ -3,9 +3,10 @@
 The notebook kernel starts ``python -m lanenb.backends.local.supervise`` in its own session
 (``start_new_session=True``), so restarting the kernel does not kill training. The supervisor
 runs the launcher (mpirun) as its child, appends every output line to ``job.log`` in the run
-dir (mpirun's ``[job,rank]<stdout>:`` tags kept, so any process can re-attach and tell the
-ranks apart) and finally writes ``exit.json`` atomically; that file, not the supervisor's
-liveness, is what says the job is over and how it ended.
+dir (whole lines, re-tagged as mpirun tags them, ``lanenb_trainer.ranktag``, so any process can
+re-attach and tell the ranks apart) and finally writes ``exit.json`` atomically; that file, not
+the supervisor's liveness, is what says the job is over and how it ended. It never parses an
+``@lanenb`` event: the log cap only looks for the marker; the readers parse.
 
 The process tree and how it comes down (docs/ARCHITECTURE.md, "Local jobs"):
 
@@ -18,7 +19,8 @@ The process tree and how it comes down (docs/ARCHITECTURE.md, "Local jobs"):
   go on (``lanenb.launch.mpirun.stop_ranks``): Open MPI would kill every rank one second
   after the first one exits, or at once on a second signal, cutting off a rank that is
   still writing its last checkpoint and its ``end(status=cancelled)`` event. mpirun gets
-  SIGKILL if it outlives its ranks by another grace period.
+  SIGKILL if it outlives its ranks by another grace period. Orphans get the same sequence
+  (``lanenb.launch.procs.terminate``).
 * **Full disk.** SIGXFSZ is ignored and write errors on ``job.log`` stop the log, not the
   supervisor: it keeps draining mpirun, and ``exit.json`` (written into space freed from a
   file reserved at start if need be) says what happened. ``job.log`` is capped: past
@@ -48,8 +50,11 @@ from typing import IO, Any
 import psutil
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
+from lanenb_trainer.ranktag import tag_line
 
-from lanenb.launch.mpirun import iter_output, stop_ranks
+from lanenb.launch import procs
+from lanenb.launch.lines import iter_output
+from lanenb.launch.mpirun import stop_ranks
 
 LOG_NAME = "job.log"
 EXIT_NAME = "exit.json"
@@ -62,11 +67,6 @@ DEFAULT_GRACE = 10.0
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-
-
-def format_log_line(rank: int | None, stream: str, text: str) -> str:
-    """Rank lines keep mpirun's tag shape so ``split_rank_tag`` reads them back."""
-    return f"{text}\n" if rank is None else f"[1,{rank}]<{stream}>:{text}\n"
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -144,17 +144,17 @@ class Stopper:
     def ranks(self) -> list[psutil.Process]:
         """mpirun's direct children (the ranks; never their DataLoader workers, which the
         rank stops itself) and anything orphaned to us (we are its subreaper)."""
-        procs: list[psutil.Process] = []
+        found: list[psutil.Process] = []
         try:
             me = psutil.Process()
             for proc in me.children():
                 if self.child is not None and proc.pid == self.child.pid:
-                    procs += proc.children()
+                    found += proc.children()
                 else:
-                    procs.append(proc)
+                    found.append(proc)
         except psutil.Error:
             pass
-        return procs
+        return found
 
     def on_signal(self, signum: int, _frame: Any) -> None:
         with self._lock:
@@ -191,19 +191,8 @@ class Stopper:
         if not left:
             return 0
         self.log.say(f"{len(left)} process(es) outlived mpirun: SIGTERM, SIGKILL after {min(self.grace, 5.0):g} s")
-        _send(left, signal.SIGTERM)
-        _, alive = psutil.wait_procs(left, timeout=min(self.grace, 5.0))
-        _send(alive, signal.SIGKILL)
-        psutil.wait_procs(alive, timeout=5)
+        procs.terminate(left, min(self.grace, 5.0))
         return len(left)
-
-
-def _send(procs: Sequence[psutil.Process], sig: int) -> None:
-    for proc in procs:
-        try:
-            proc.send_signal(sig)
-        except psutil.Error:
-            pass
 
 
 def _die_with_supervisor(supervisor: int) -> None:
@@ -237,7 +226,7 @@ def _snapshot(log: JobLog, run_dir: Path, job: str, volumes: dict[str, str]) -> 
         log.say(f"snapshot failed: {exc}")
         return {"error": str(exc)}
     for snap in made:
-        log.write(format_log_line(0, "stdout", format_event(
+        log.write(tag_line(0, "stdout", format_event(
             "snapshot", 0, snapshot=snap.id, role=snap.labels.get("role"), volume=snap.volume, size=snap.size,
             status="done", store="local")), keep=True)
     return [snap.id for snap in made]
@@ -287,7 +276,7 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
                     stopper.on_signal(signal.SIGTERM, None)
                 raw = (r.decode("utf-8", errors="replace") for r in iter(child.stdout.readline, b""))
                 for line in iter_output(raw):  # whole lines per rank, even when mpirun splits them
-                    log.write(format_log_line(line.rank, line.stream, line.text))
+                    log.write(tag_line(line.rank, line.stream, line.text))
                 child.stdout.close()
                 rc = child.wait()
                 log.say(f"launcher exited with code {rc}")

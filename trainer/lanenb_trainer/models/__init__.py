@@ -1,4 +1,5 @@
-"""SCNN lane-detection models, torchvision style: ``build_model("vgg16")`` or ``scnn_vgg16()``.
+"""SCNN lane-detection models, torchvision style: ``build_model("vgg16")`` or ``scnn_vgg16()``;
+``list_models()`` names the backbones (the registry, ``lanenb_trainer.model_registry``).
 
 ``postprocess`` (probability maps -> TuSimple lanes) is re-exported lazily so importing the
 models does not pull it in.
@@ -9,9 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from lanenb_trainer.model_registry import get_model_builder, list_models, register_model
+
 from .message_passing import MessagePassing, message_pass, plain_message_passing, spatial_message_passing
 from .scnn import (
-    BACKBONES,
     SCNN,
     build_from_checkpoint,
     build_model,
@@ -23,15 +25,17 @@ from .scnn import (
 )
 
 __all__ = [
-    "BACKBONES",
     "MessagePassing",
     "SCNN",
     "build_from_checkpoint",
     "build_model",
+    "get_model_builder",
+    "list_models",
     "load_weights",
     "message_pass",
     "plain_message_passing",
     "postprocess",
+    "register_model",
     "scnn_resnet18",
     "scnn_resnet34",
     "scnn_small",

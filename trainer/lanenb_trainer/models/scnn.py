@@ -21,13 +21,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from lanenb_trainer.model_registry import get_model_builder
+
 from .message_passing import MessagePassing
 from .resnet import resnet18_dilated, resnet34_dilated
 from .small import small_backbone
 from .vgg import vgg16_dilated
 
 __all__ = [
-    "BACKBONES",
     "SCNN",
     "build_model",
     "build_from_checkpoint",
@@ -179,34 +180,61 @@ def _finish(model: SCNN, weights: str | os.PathLike[str] | None) -> SCNN:
     return model
 
 
+# The builders below are the model registry's entries (lanenb_trainer/model_registry.py names
+# them by "module:function" so that the backbone list needs no torch). Each takes the same
+# keyword arguments:
+_BUILDER_ARGS = """
+    Args:
+        num_lanes: lane slots; the segmentation head has ``1 + num_lanes`` classes (background
+            first) and the existence head ``num_lanes`` logits.
+        weights: a local ``.pt`` file with a ``state_dict`` (or ``{"model": state_dict}``) for
+            this very model; nothing is downloaded.
+        **kwargs: to :class:`SCNN`: ``input_size`` (height, width; multiples of 8, default
+            288x800), ``mp_kernel`` (9), ``dropout`` (0.1), ``exist_hidden`` (128).
+
+    Returns:
+        An :class:`SCNN` in training mode: ``model(x) -> (seg_logits, exist_logits)``.
+
+    Raises:
+        ValueError: a bad size or argument, or ``weights`` that do not fit the model.
+        FileNotFoundError: ``weights`` names no file.
+"""
+
+
+def _documented(builder: Callable[..., SCNN]) -> Callable[..., SCNN]:
+    """Append the shared Args/Returns/Raises to a builder's docstring (what Shift-Tab shows)."""
+    builder.__doc__ = (builder.__doc__ or "") + "\n" + _BUILDER_ARGS
+    return builder
+
+
+@_documented
 def scnn_small(
     *, num_lanes: int = 4, weights: str | os.PathLike[str] | None = None, width: int = 16, **kwargs
 ) -> SCNN:
-    """SCNN on the small CPU backbone (``width`` channels in the first layer)."""
+    """SCNN on the small CPU backbone (``width`` channels in the first layer, default 16): the
+    model that trains in minutes on a laptop; no ImageNet layout."""
     return _finish(SCNN(small_backbone(128, width), num_lanes=num_lanes, **kwargs), weights)
 
 
+@_documented
 def scnn_vgg16(*, num_lanes: int = 4, weights: str | os.PathLike[str] | None = None, **kwargs) -> SCNN:
-    """The paper's model: dilated VGG16-BN backbone (~20M parameters at 288x800)."""
+    """The paper's model: dilated VGG16-BN backbone (~20M parameters at 288x800); takes
+    torchvision's ``vgg16_bn`` ImageNet weights (``--backbone-weights``)."""
     return _finish(SCNN(vgg16_dilated(128), num_lanes=num_lanes, **kwargs), weights)
 
 
+@_documented
 def scnn_resnet18(*, num_lanes: int = 4, weights: str | os.PathLike[str] | None = None, **kwargs) -> SCNN:
-    """SCNN on a dilated ResNet-18 (layer3/layer4 dilated, stride 8)."""
+    """SCNN on a dilated ResNet-18 (layer3/layer4 dilated, stride 8); takes torchvision's
+    ``resnet18`` ImageNet weights (``--backbone-weights``)."""
     return _finish(SCNN(resnet18_dilated(128), num_lanes=num_lanes, **kwargs), weights)
 
 
+@_documented
 def scnn_resnet34(*, num_lanes: int = 4, weights: str | os.PathLike[str] | None = None, **kwargs) -> SCNN:
-    """SCNN on a dilated ResNet-34 (layer3/layer4 dilated, stride 8)."""
+    """SCNN on a dilated ResNet-34 (layer3/layer4 dilated, stride 8); takes torchvision's
+    ``resnet34`` ImageNet weights (``--backbone-weights``)."""
     return _finish(SCNN(resnet34_dilated(128), num_lanes=num_lanes, **kwargs), weights)
-
-
-BACKBONES: dict[str, Callable[..., SCNN]] = {
-    "small": scnn_small,
-    "vgg16": scnn_vgg16,
-    "resnet18": scnn_resnet18,
-    "resnet34": scnn_resnet34,
-}
 
 
 def build_model(
@@ -216,11 +244,13 @@ def build_model(
     weights: str | os.PathLike[str] | None = None,
     **kwargs,
 ) -> SCNN:
-    """SCNN with the named backbone (see ``BACKBONES``); ``kwargs`` go to the builder/``SCNN``."""
-    builder = BACKBONES.get(backbone) if isinstance(backbone, str) else None
-    if builder is None:
-        raise ValueError(f"unknown backbone {backbone!r}; choose one of: {', '.join(BACKBONES)}")
-    return builder(num_lanes=num_lanes, weights=weights, **kwargs)
+    """SCNN with the named backbone (``list_models()``: small, vgg16, resnet18, resnet34);
+    ``kwargs`` go to the builder/``SCNN``.
+
+    Raises:
+        ValueError: an unknown backbone (the message lists them), or a bad builder argument.
+    """
+    return get_model_builder(backbone)(num_lanes=num_lanes, weights=weights, **kwargs)
 
 
 def build_from_checkpoint(path: str | os.PathLike[str]) -> tuple[SCNN, dict]:

@@ -1,0 +1,225 @@
+"""One reduced state per job in the server, shared by every browser tab watching it.
+
+A ``JobFeed`` reads its job's log from one ``Job.poll`` cursor, at most once per ``tick_s``
+however many clients ask, and keeps two things from that one read:
+
+- the job's ``RunState`` (progress, accuracy and the chart series: bounded ``BucketSeries``),
+  which the panel's charts and the ``metrics`` route are served from;
+- the most recent updates as JSON (a bounded buffer indexed by cursor), from which each
+  client's update stream is served: a client whose cursor is in the buffer gets the updates
+  after it without any log read of its own.
+
+A cursor the buffer no longer holds (a client far behind, or replaying the log from its start)
+falls back to a ``Job.poll`` of its own from that cursor: correct, just not shared. ``Feeds``
+keeps the feeds of the most recently watched jobs (bounded, least recently used dropped).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from lanenb.analysis.event_text import event_text
+from lanenb.analysis.runstate import RunState
+from lanenb.errors import UserError
+from lanenb.jobs import get_job
+from lanenb.jobs.updates import Update, UpdateBatch, split_cursor
+
+if TYPE_CHECKING:
+    from lanenb.jobs import Job
+
+__all__ = ["JobFeed", "Feeds", "update_dict", "MAX_LINES", "TICK_S"]
+
+MAX_LINES = 2000   # the most log lines one reply carries, and the updates a feed keeps
+TICK_S = 0.5       # a feed reads its log at most this often, whatever the number of clients
+MAX_POINTS = 256   # buckets per chart series (``BucketSeries``)
+
+
+def update_dict(update: Update) -> dict[str, Any]:
+    """An update as the browser reads it: ``display`` is the line in words (``event_text``),
+    None for system samples (charted, not logged)."""
+    out: dict[str, Any] = {"cursor": update.cursor}
+    if update.status is not None:
+        out["status"] = update.status.to_dict()
+    if update.line is not None:
+        out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source}
+        text = update.line.text
+        if update.event is not None:
+            out["event"] = update.event.to_dict()
+            text = event_text(update.event)
+        out["display"] = text
+    return out
+
+
+def _take(updates: list[dict[str, Any]], max_lines: int) -> list[dict[str, Any]]:
+    """The longest prefix of ``updates`` with at most ``max_lines`` log lines."""
+    lines = 0
+    for i, update in enumerate(updates):
+        if "line" in update:
+            lines += 1
+            if lines > max_lines:
+                return updates[:i]
+    return updates
+
+
+class JobFeed:
+    """One job's shared reduced state and recent updates, read from one cursor.
+
+    Args:
+        job: the job (``poll`` is all that is used).
+        keep: updates kept for clients that are behind (their cursors resume from here).
+        tick_s: the least time between two log reads.
+        clock: monotonic seconds (a test's fake clock).
+    """
+
+    def __init__(self, job: "Job", *, keep: int = MAX_LINES, tick_s: float = TICK_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.job = job
+        self.state = RunState(max_points=MAX_POINTS, max_log_lines=1)  # the log pane is fed from updates
+        self.cursor: str | None = None
+        self.final = False
+        self.status: dict[str, Any] | None = None
+        self.reads = 0  # log reads (Job.poll calls) made by this feed
+        self._keep = keep
+        self._tick_s = tick_s
+        self._clock = clock
+        self._read_at: float | None = None
+        self._recent: collections.deque[dict[str, Any]] = collections.deque()
+        self._first = 0  # sequence number of self._recent[0]
+        self._next = 0   # sequence number of the next update
+        self._after: collections.OrderedDict[str, int] = collections.OrderedDict()  # cursor -> next seq
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ reading
+    def refresh(self) -> None:
+        """Read what is new since the feed's cursor, unless the last read is younger than
+        ``tick_s`` or the job is final (nothing more will come)."""
+        with self._lock:
+            now = self._clock()
+            if self.final or (self._read_at is not None and now - self._read_at < self._tick_s):
+                return
+            self._read_at = now
+            while True:  # a long log on the first read: every batch, so the charts hold the whole run
+                batch = self.job.poll(self.cursor, max_lines=MAX_LINES)
+                self.reads += 1
+                self._fold(batch)
+                if batch.final or len(batch.updates) < MAX_LINES:
+                    break
+
+    def _fold(self, batch: UpdateBatch) -> None:
+        self.state.apply_all(batch.updates)
+        for update in batch.updates:
+            self._recent.append(update_dict(update))
+            self._next += 1
+            self._mark(update.cursor)
+        self.cursor, self.final = batch.cursor, batch.final
+        self.status = batch.status.to_dict() if batch.status else self.status
+        self._mark(batch.cursor)
+        while len(self._recent) > self._keep:
+            self._recent.popleft()
+            self._first += 1
+        while self._after and next(iter(self._after.values())) < self._first:
+            self._after.popitem(last=False)
+
+    def _mark(self, cursor: str) -> None:
+        """Remember that the updates after ``cursor`` start at the next sequence number."""
+        self._after[cursor] = self._next
+        self._after.move_to_end(cursor)  # values stay in insertion order: evicted from the front
+
+    # ------------------------------------------------------------------ serving
+    def view(self) -> dict[str, Any]:
+        """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
+        metrics per epoch, per-rank system samples), plus the headline ``accuracy``."""
+        with self._lock:
+            data = self.state.to_dict()
+            data["accuracy"] = self.state.accuracy()
+        data.pop("errors", None)  # tracebacks: the log shows them
+        data["name"] = self.job.name
+        return data
+
+    def updates(self, cursor: str | None, max_lines: int = MAX_LINES, *, tail: int | None = None) -> dict[str, Any]:
+        """The updates after ``cursor`` (``Job.poll``'s cursors), from the shared buffer when it
+        holds that cursor.
+
+        Args:
+            cursor: where the client is; None replays the log from its start (``Job.poll(None)``).
+            max_lines: the most log lines in the reply.
+            tail: with ``cursor`` None, start at the live end instead: the last ``tail`` log lines
+                the feed keeps (a new browser tab on a long run, without re-reading its log).
+
+        Returns:
+            ``{"updates", "cursor", "final", "status"}``; pass ``cursor`` back.
+
+        Raises:
+            SpecError: ``cursor`` is not one this stream returned.
+        """
+        split_cursor(cursor)  # a foreign cursor is a SpecError before anything is read
+        with self._lock:  # one thread at a time uses the job (its registry row, its backend)
+            if cursor is None and tail is None:
+                reply = self._own_read(None, max_lines)
+            else:
+                self.refresh()
+                reply = self._tail(tail) if cursor is None else self._from_buffer(cursor, max_lines)
+                if reply is None:
+                    reply = self._own_read(cursor, max_lines)
+        return reply
+
+    def _tail(self, lines: int) -> dict[str, Any]:
+        recent = list(self._recent)
+        count, start = 0, len(recent)
+        while start > 0 and count < lines:
+            start -= 1
+            count += "line" in recent[start]
+        return {"updates": recent[start:], "cursor": self.cursor, "final": self.final, "status": self.status}
+
+    def _from_buffer(self, cursor: str, max_lines: int) -> dict[str, Any] | None:
+        seq = self._after.get(cursor)
+        if seq is None or seq < self._first:
+            return None
+        rest = list(self._recent)[seq - self._first:]
+        taken = _take(rest, max_lines)
+        if len(taken) < len(rest):
+            return {"updates": taken, "cursor": taken[-1]["cursor"] if taken else cursor, "final": False,
+                    "status": self.status}
+        return {"updates": taken, "cursor": self.cursor, "final": self.final, "status": self.status}
+
+    def _own_read(self, cursor: str | None, max_lines: int) -> dict[str, Any]:
+        """A client outside the buffer: its own ``Job.poll`` from its cursor."""
+        batch = self.job.poll(cursor, max_lines=max_lines)
+        return {"updates": [update_dict(u) for u in batch.updates], "cursor": batch.cursor,
+                "final": batch.final, "status": batch.status.to_dict() if batch.status else None}
+
+
+class Feeds:
+    """The feeds of the most recently watched jobs: bounded, thread-safe, keyed by name and
+    creation time (a name reused by a new job gets a new feed)."""
+
+    def __init__(self, size: int = 32, **feed_options: Any) -> None:
+        if not isinstance(size, int) or size < 1:
+            raise UserError(f"size={size!r}: must be an integer >= 1")
+        self._size = size
+        self._options = feed_options
+        self._items: collections.OrderedDict[str, JobFeed] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> JobFeed:
+        """The feed of job ``name``, made on first use.
+
+        Raises:
+            JobNotFoundError: no job is called ``name``.
+        """
+        job = get_job(name)
+        key = f"{name}@{job.created}"
+        with self._lock:
+            feed = self._items.get(key)
+            if feed is None:
+                feed = self._items[key] = JobFeed(job, **self._options)
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+            return feed
+
+    def __len__(self) -> int:
+        return len(self._items)

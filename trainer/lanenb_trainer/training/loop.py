@@ -1,0 +1,288 @@
+"""The training loop: data-parallel SCNN training on one rank, reported through events.
+
+Rank 0 owns the run directory (``config.json``, ``events.jsonl``, checkpoints, predictions,
+``metrics.json``); every rank prints ``@lanenb`` events. A run is: build the parts
+(``build.py``), continue from a checkpoint when ``--resume`` (``resume.py``), then epochs of
+steps, each epoch validated (``evaluate.py``) and checkpointed, and the test set scored with
+the last and the best model at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lanenb_trainer.atomic import write_json
+from lanenb_trainer.config import TrainConfig, global_batch
+from lanenb_trainer.data.masks import NUM_SLOTS
+from lanenb_trainer.engines import Engine
+from lanenb_trainer.events import EventLog
+from lanenb_trainer.monitor import SystemMonitor
+from lanenb_trainer.recipe import lr_at, scnn_loss
+from lanenb_trainer.training import build
+from lanenb_trainer.training.batches import to_device
+from lanenb_trainer.training.evaluate import Evaluator
+from lanenb_trainer.training.replicas import sync_buffers
+from lanenb_trainer.training.resume import (
+    ResumePoint,
+    RngState,
+    load_training_state,
+    read_resume_point,
+    save_checkpoint,
+)
+from lanenb_trainer.training.snapshot import snapshot_pvc
+
+__all__ = ["Trainer", "FAULT_RANK_VAR", "FAULT_STEP_VAR"]
+
+# Test-only fault injection: the rank LANENB_FAULT_RANK raises at global step LANENB_FAULT_STEP.
+FAULT_RANK_VAR = "LANENB_FAULT_RANK"
+FAULT_STEP_VAR = "LANENB_FAULT_STEP"
+
+
+def _fault_step(rank: int) -> int | None:
+    fr, fs = os.environ.get(FAULT_RANK_VAR), os.environ.get(FAULT_STEP_VAR)
+    if fr is None or fs is None:
+        return None
+    return int(fs) if int(fr) == rank else None
+
+
+class Trainer:
+    """One rank's run of ``cfg`` on ``engine``: :meth:`fit`, then :meth:`snapshot`.
+
+    The loop's position (``epoch``, ``step_in_epoch``, ``global_step``, ``lr``, ``best``) is
+    what a checkpoint saves and ``--resume`` restores; ``status`` ends as ``completed`` or
+    ``stopped`` (``--max-steps``).
+    """
+
+    def __init__(self, cfg: TrainConfig, engine: Engine) -> None:
+        self.cfg = cfg
+        self.engine = engine
+        self.rank = engine.rank
+        self.primary = engine.is_primary
+        self.run_dir = Path(cfg.run_dir)
+        if self.primary:
+            (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+        self.emit = EventLog(self.rank, self.run_dir / "events.jsonl" if self.primary else None)
+        self.t0 = time.time()
+        self.global_step = 0
+        self.epoch = 0
+        self.step_in_epoch = 0
+        self.best: dict[str, Any] | None = None
+        self.lr = 0.0
+        self.status = "running"
+        self.fault_step = _fault_step(self.rank)
+        self.monitor: SystemMonitor | None = None  # started once the start event is out
+        self.resumed_from: dict[str, Any] | None = None
+        self.pending_rng: RngState | None = None  # the checkpoint's RNG, restored in the first epoch
+
+    # -- set-up ---------------------------------------------------------------------------
+    def _build(self) -> None:
+        """The parts, in the order that fixes the initialisation (see ``build.py``)."""
+        cfg, eng = self.cfg, self.engine
+        log = self.emit.log if self.primary else None
+        self.data = build.build_splits(cfg, eng.world_size, log)
+        model = build.build_model(cfg, self.rank, log)
+        optimizer = build.build_optimizer(model, cfg, eng.world_size)
+        point = read_resume_point(cfg, self.run_dir, rank=self.rank, world_size=eng.world_size) if cfg.resume else None
+        if point is not None:
+            self._continue_from(point)
+        self.use_amp = cfg.amp and eng.device.type == "cuda"
+        self.model, self.optimizer = eng.prepare(model, optimizer)
+        self.scaler = build.build_scaler(self.use_amp)
+        if point is not None:
+            load_training_state(point, self.model, self.optimizer, self.scaler)
+        self.evaluator = Evaluator(cfg, eng, use_amp=self.use_amp)
+        self.train_loader = build.build_train_loader(self.data.train, cfg, self.rank, eng.world_size)
+        self.steps_per_epoch = len(self.train_loader)
+        self.total_steps = self.steps_per_epoch * cfg.epochs
+
+    def _continue_from(self, point: ResumePoint) -> None:
+        self.epoch, self.step_in_epoch = point.epoch, point.step_in_epoch
+        self.global_step, self.best = point.global_step, point.best
+        self.resumed_from = point.describe()
+        self.pending_rng = point.rng
+
+    def _restore_rng(self) -> None:
+        assert self.pending_rng is not None
+        self.pending_rng.restore(self.engine.device)
+        self.pending_rng = None
+
+    def _save(self, *, best: bool) -> None:
+        save_checkpoint(engine=self.engine, run_dir=self.run_dir, cfg=self.cfg,
+                        model_args={"backbone": self.cfg.backbone, "num_lanes": NUM_SLOTS,
+                                    "input_size": list(self.cfg.image_size)},
+                        model=self.model, optimizer=self.optimizer, scaler=self.scaler, epoch=self.epoch,
+                        step_in_epoch=self.step_in_epoch, global_step=self.global_step, lr=self.lr,
+                        best=self.best, is_best=best, emit=self.emit)
+
+    # -- the loop -------------------------------------------------------------------------
+    def _train_epoch(self) -> bool:
+        """Train until the epoch ends (True) or --max-steps is reached (False)."""
+        cfg, eng = self.cfg, self.engine
+        dev = eng.device
+        self.data.train.set_epoch(self.epoch)
+        sampler = self.train_loader.sampler
+        sampler.set_epoch(self.epoch)
+        sampler.set_start_index(self.step_in_epoch * cfg.batch_size)
+        loss_sum = torch.zeros(2, dtype=torch.float64)
+        win_loss, win_seg, win_ex, win_n, win_t = 0.0, 0.0, 0.0, 0, time.perf_counter()
+        epoch_t = time.perf_counter()
+        images_seen = 0
+        # Creating the iterator draws from the RNG: an epoch-end checkpoint was taken before
+        # that draw, a mid-epoch one after it.
+        if self.pending_rng is not None and self.step_in_epoch == 0:
+            self._restore_rng()
+        batches = iter(self.train_loader)
+        if self.pending_rng is not None:
+            self._restore_rng()
+        for batch in batches:
+            if self.fault_step is not None and self.global_step >= self.fault_step:
+                raise RuntimeError(f"injected fault on rank {self.rank} at step {self.global_step} "
+                                   f"({FAULT_RANK_VAR}/{FAULT_STEP_VAR})")
+            self.lr = lr_at(self.global_step, cfg, eng.world_size, self.total_steps)
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.lr
+            images, mask, exist = to_device(batch, dev)
+            with torch.autocast(device_type=dev.type, enabled=self.use_amp):
+                seg, ex = self.model(images)
+            loss, seg_l, ex_l = scnn_loss(seg, ex, mask, exist)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"loss is {float(loss)} at step {self.global_step}: "
+                                         f"lower --lr (now {cfg.lr} per rank)")
+            eng.backward_step(loss, self.optimizer, self.scaler)
+            self.global_step += 1
+            self.step_in_epoch += 1
+            lv = float(loss.detach())
+            loss_sum += torch.tensor([lv, 1.0], dtype=torch.float64)
+            win_loss += lv
+            win_seg += float(seg_l)
+            win_ex += float(ex_l)
+            win_n += 1
+            images_seen += images.shape[0]
+            last = self.step_in_epoch == self.steps_per_epoch
+            stop = bool(cfg.max_steps) and self.global_step >= cfg.max_steps
+            if self.primary and (self.global_step % cfg.log_every == 0 or last or stop):
+                dt = time.perf_counter() - win_t
+                self.emit("step", epoch=self.epoch, step=self.global_step, epoch_step=self.step_in_epoch,
+                          steps_per_epoch=self.steps_per_epoch, total_steps=self.total_steps,
+                          loss=win_loss / win_n, seg_loss=win_seg / win_n, exist_loss=win_ex / win_n,
+                          lr=self.lr,
+                          images_per_s=win_n * global_batch(cfg.batch_size, eng.world_size) / max(dt, 1e-9),
+                          step_time_s=dt / win_n)
+                win_loss, win_seg, win_ex, win_n, win_t = 0.0, 0.0, 0.0, 0, time.perf_counter()
+            if stop:
+                return False
+        total = eng.allreduce_sum(loss_sum.to(dev)).cpu()
+        dt = time.perf_counter() - epoch_t
+        self.epoch_summary: dict[str, Any] = {"train_loss": float(total[0] / max(1.0, float(total[1]))),
+                              "duration_s": round(dt, 3),
+                              "images_per_s": images_seen * eng.world_size / max(dt, 1e-9)}
+        return True
+
+    def _end_epoch(self) -> None:
+        """Validate (or compare train loss without ``--use-val``), report the epoch, keep the
+        best, and checkpoint the start of the next epoch (``best.pt`` shares the state)."""
+        summary: dict[str, Any] = dict(self.epoch_summary)
+        metric: dict[str, Any] = {}
+        if self.data.val is not None:
+            metric = self.evaluator.validate(self.model, self.data.val)
+            if self.primary:
+                self.emit("eval", split="val", epoch=self.epoch, step=self.global_step, **metric)
+            improved = self.best is None or metric["accuracy"] > self.best["accuracy"]
+        else:
+            improved = self.best is None or summary["train_loss"] < self.best["train_loss"]
+        if self.primary:
+            self.emit("epoch", epoch=self.epoch, step=self.global_step, epochs=self.cfg.epochs, lr=self.lr,
+                      **summary, **({f"val_{k}": v for k, v in metric.items()}))
+        if improved:
+            self.best = {"epoch": self.epoch, "step": self.global_step, **summary,
+                         **{k: metric[k] for k in ("accuracy", "fp", "fn") if k in metric}}
+        self.epoch, self.step_in_epoch = self.epoch + 1, 0
+        self._save(best=improved)
+
+    def _start(self) -> None:
+        """The ``start`` event, the system monitor, and (fresh runs) ``config.json``."""
+        cfg, eng = self.cfg, self.engine
+        desc = eng.describe()
+        self.emit("start", config=cfg.to_dict(), world_size=eng.world_size, engine=eng.name,
+                  device=desc["device"], threads=desc["threads"], local_rank=eng.local_rank,
+                  local_size=eng.local_size, pid=os.getpid(), host=os.uname().nodename,
+                  train_frames=len(self.data.train), val_frames=len(self.data.val) if self.data.val else 0,
+                  test_frames=len(self.data.test) if self.data.test else 0,
+                  steps_per_epoch=self.steps_per_epoch, total_steps=self.total_steps,
+                  parameters=sum(p.numel() for p in self.model.parameters()), amp=self.use_amp,
+                  resumed_from=self.resumed_from)
+        if self.monitor is not None:
+            self.monitor.start()
+        if self.primary and not cfg.resume:
+            write_json(self.run_dir / "config.json", {
+                **cfg.to_dict(), "world_size": eng.world_size, "engine": eng.name,
+                "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps})
+
+    def fit(self) -> dict[str, Any] | None:
+        """Train to ``--epochs`` (or ``--max-steps``), then score the test set; returns the last
+        model's test scores on rank 0 (None elsewhere, or without a test split)."""
+        cfg = self.cfg
+        self._build()
+        self._start()
+        self.model.train()
+        completed = True
+        while self.epoch < cfg.epochs:
+            if self.step_in_epoch >= self.steps_per_epoch:  # resumed exactly at an epoch end
+                self.epoch, self.step_in_epoch = self.epoch + 1, 0
+                continue
+            if cfg.max_steps and self.global_step >= cfg.max_steps:  # resumed at the limit already
+                completed = False
+                break
+            finished = self._train_epoch()
+            sync_buffers(self.model, self.engine)
+            if not finished:
+                completed = False
+                self._save(best=False)
+                break
+            self._end_epoch()
+        self.status = "completed" if completed else "stopped"
+        return self._finish()
+
+    def _test_best(self, last_test: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The test with ``best.pt`` too: the same numbers when the last epoch was the best."""
+        if self.data.test is None or self.best is None:
+            return None
+        if self.best.get("epoch") == self.epoch - 1 and self.status == "completed":
+            return dict(last_test) if last_test is not None else None
+        return self.evaluator.test_best(self.model, self.data.test, self.run_dir)
+
+    def _finish(self) -> dict[str, Any] | None:
+        """Score the test set with the last and the best model; rank 0 writes ``metrics.json``."""
+        test = (self.evaluator.test(self.model, self.data.test, self.run_dir)
+                if self.data.test is not None else None)
+        test_best = self._test_best(test)
+        if self.primary:
+            # the headline is the selected model's (best.pt) when there is one, else the last model's
+            chosen = test_best if test_best is not None else test
+            headline = {k: (chosen or {}).get(k) for k in ("accuracy", "fp", "fn")}
+            metrics = {**headline, "headline_model": "best.pt" if test_best is not None else "last model",
+                       "best_epoch": (self.best or {}).get("epoch"),
+                       "models": {"test": f"last model (after epoch {self.epoch - 1}, step {self.global_step})",
+                                  "test_best": (f"best.pt (epoch {(self.best or {}).get('epoch')})"
+                                                if test_best is not None else None)},
+                       "status": self.status, "test": test, "test_best": test_best, "best": self.best,
+                       "epochs": self.epoch,
+                       "steps": self.global_step, "world_size": self.engine.world_size,
+                       "engine": self.engine.name, "duration_s": round(time.time() - self.t0, 3)}
+            write_json(self.run_dir / "metrics.json", metrics)
+            if test is not None:
+                self.emit("eval", split="test", epoch=self.epoch, step=self.global_step, model="last", **test)
+            if test_best is not None:
+                self.emit("eval", split="test", epoch=(self.best or {}).get("epoch"), step=self.global_step,
+                          model="best", **test_best)
+        return test
+
+    def snapshot(self) -> None:
+        """``ENABLE_SNAPSHOT``: rank 0 snapshots ``--pvc-name`` (``snapshot.py``)."""
+        if self.primary and self.cfg.enable_snapshot:
+            snapshot_pvc(self.cfg, self.run_dir, self.best, self.emit)
