@@ -67,7 +67,8 @@ def main() -> int:
     from lanenb_trainer.models import build_from_checkpoint
 
     device = torch.device(args.device)
-    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{cpu_name()} ({torch.get_num_threads()} threads)"
+    where = (torch.cuda.get_device_name(device) if device.type == "cuda"
+             else f"{cpu_name()} ({torch.get_num_threads()} threads)")
     print(f"device: {where}; torch {torch.__version__}; input {h}x{w}; network only")
     tmp = Path(tempfile.mkdtemp(prefix="lanenb-bench-infer-"))
     for backbone in args.backbones.split(","):

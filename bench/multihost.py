@@ -69,15 +69,16 @@ def main() -> int:
         times[engine, n], _ = run(root, root / f"ws{i}", engine, n, args.steps)
     print("\nweak scaling (1 rank per simulated host; efficiency = t(1) / t(n))")
     for engine in engines:
-        row = "  ".join(f"{n} ranks {times[engine, n] * 1000:7.1f} ms/step eff {times[engine, 1] / times[engine, n]:5.2f}"
-                        for n in (1, 2, 4))
+        row = "  ".join(f"{n} ranks {times[engine, n] * 1000:7.1f} ms/step "
+                        f"eff {times[engine, 1] / times[engine, n]:5.2f}" for n in (1, 2, 4))
         print(f"  {engine:8s} {row}")
     print("\nlinks shaped with tc (2 hosts); exchange time ~ step time minus the 1-rank step time")
     links = [("1gbit", 1.0), ("10gbit", 0.1)]
     for engine in engines:
         for j, link in enumerate(links):
             t, applied = run(root, root / f"tc{engine}{j}", engine, 2, args.steps, link)
-            print(f"  {engine:8s} {applied:55s} {t * 1000:7.1f} ms/step, exchange ~{(t - times[engine, 1]) * 1000:6.1f} ms")
+            exchange = (t - times[engine, 1]) * 1000
+            print(f"  {engine:8s} {applied:55s} {t * 1000:7.1f} ms/step, exchange ~{exchange:6.1f} ms")
     cleanup_leftovers()
     return 0
 

@@ -43,7 +43,8 @@ class Registry(Generic[T]):
         if not isinstance(name, str) or not name.strip():
             raise self.error(f"{self.kind} name must be a non-empty string, got {name!r}")
         if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
-            raise self.error(f"{self.kind} factory for {name!r} must be callable or 'module:attribute', got {factory!r}")
+            raise self.error(f"{self.kind} factory for {name!r} must be callable or 'module:attribute', "
+                             f"got {factory!r}")
         self.entries[name] = factory
 
     def names(self) -> list[str]:
@@ -54,7 +55,8 @@ class Registry(Generic[T]):
         try:
             factory = self.entries[name]
         except (KeyError, TypeError):
-            raise self.error(f"unknown {self.kind} {name!r}; available {self.kind}s: {', '.join(self.names())}") from None
+            raise self.error(f"unknown {self.kind} {name!r}; "
+                             f"available {self.kind}s: {', '.join(self.names())}") from None
         if isinstance(factory, str):
             module_name, _, attr = factory.partition(":")
             try:

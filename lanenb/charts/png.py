@@ -13,8 +13,13 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: matplotlib is imported when a chart is drawn, analysis sits above
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from lanenb.analysis.runstate import RunState
+    from lanenb.analysis.scaling import ScalingReport
+    from lanenb.analysis.series import BucketSeries
 
 __all__ = ["render_run", "render_histogram", "png_bytes"]
 
@@ -22,7 +27,7 @@ _LOCK = threading.Lock()  # matplotlib's text/font caches are shared: one render
 _DPI = 72
 
 
-def _figure(width: float, height: float):
+def _figure(width: float, height: float) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -31,19 +36,20 @@ def _figure(width: float, height: float):
     return fig
 
 
-def png_bytes(fig) -> bytes:
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG at the charts' resolution: one encoding for the widget and the saved notebook."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI)
     return buf.getvalue()
 
 
-def _band(ax, series, label: str, colour: str | None = None) -> None:
+def _band(ax: Axes, series: BucketSeries, label: str, colour: str | None = None) -> None:
     line, = ax.plot(series.x, series.y, label=label, color=colour, lw=1.4)
     if series.width > 1:  # buckets of several samples: show their spread
         ax.fill_between(series.x, series.ymin, series.ymax, color=line.get_color(), alpha=0.2, lw=0)
 
 
-def _empty(ax, text: str) -> None:
+def _empty(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
     ax.set_xticks([])
     ax.set_yticks([])
@@ -99,7 +105,7 @@ def render_run(state: RunState, title: str = "") -> bytes:
         return png_bytes(fig)
 
 
-def _render_system(ax, state: RunState) -> None:
+def _render_system(ax: Axes, state: RunState) -> None:
     ranks = sorted(state.system)
     if not ranks:
         _empty(ax, "per-rank system: waiting for samples")
@@ -136,7 +142,7 @@ def render_histogram(counts: Sequence[int], labels: Sequence[str], title: str, x
         return png_bytes(fig)
 
 
-def render_scaling(report) -> bytes:
+def render_scaling(report: ScalingReport) -> bytes:
     """Speed-up against ideal per rank count, and images/s (a ``lanenb.analysis.scaling.ScalingReport``)."""
     rows = report.rows()
     with _LOCK:

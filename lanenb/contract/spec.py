@@ -182,7 +182,7 @@ class TrainSpec:
 
     def _check_volumes(self) -> None:
         if isinstance(self.volumes, (str, VolumeMount)):
-            self.volumes = [self.volumes]  # type: ignore[list-item]
+            self.volumes = [self.volumes]
         if not isinstance(self.volumes, (list, tuple)):
             raise SpecError("volumes", self.volumes, "must be a list of 'name:/mount[:ro]' strings")
         self.volumes = [VolumeMount.parse(v) for v in self.volumes]
@@ -257,7 +257,7 @@ class TrainSpec:
         self.extra_args = list(self.extra_args)
 
     def _check_k8s(self) -> None:
-        self.k8s = KubernetesOptions.from_dict(self.k8s)  # type: ignore[arg-type]
+        self.k8s = KubernetesOptions.from_dict(self.k8s)
 
     def _check_local_gpus(self) -> None:
         if self.backend == "local" and isinstance(self.gpus, int) and self.gpus:

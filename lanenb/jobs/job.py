@@ -386,6 +386,7 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
     registry = registry or JobRegistry()
     backend = get_backend(spec.backend, **backend_opts)
     assert spec.name is not None  # generated in __post_init__
+    name: str = spec.name
     local = backend.runs_here
     if local and not Path(spec.dataset).expanduser().is_absolute():
         # the ranks run in the run dir, not in the notebook's folder: pin what the user meant
@@ -393,28 +394,28 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
     stored = spec.to_dict()
     if local:
         run_dir: str | None = str(Path(spec.run_dir).expanduser().resolve() if spec.run_dir
-                                  else default_run_dir(spec.name))
+                                  else default_run_dir(name))
         stored["run_dir"] = run_dir  # pinned, so a re-attached Job sees the same directory
     else:
         run_dir = getattr(spec, "run_dir", None)  # a path inside the cluster: never expanded here
     backend.validate(spec, run_dir)
     try:
-        record = registry.add(spec.name, spec.backend, stored, run_dir)
+        record = registry.add(name, spec.backend, stored, run_dir)
     except JobExistsError:
-        old = registry.get(spec.name)
+        old = registry.get(name)
         if not (old.state == JobState.FAILED.value and not old.handle):
             raise
-        registry.delete(spec.name)  # an earlier attempt that never started: let the name be reused
-        record = registry.add(spec.name, spec.backend, stored, run_dir)
+        registry.delete(name)  # an earlier attempt that never started: let the name be reused
+        record = registry.add(name, spec.backend, stored, run_dir)
     job = Job(record, registry, backend)
     job._spec = spec
     try:
         handle = backend.submit(spec, run_dir)
     except BaseException as exc:
         status = JobStatus(JobState.FAILED, reason=f"submit failed: {exc}", finished=time.time())
-        registry.update(spec.name, state="failed", status=status.to_dict(), finished=status.finished)
+        registry.update(name, state="failed", status=status.to_dict(), finished=status.finished)
         raise
-    registry.update(spec.name, handle=handle, state=(JobState.RUNNING if local else JobState.PENDING).value,
+    registry.update(name, handle=handle, state=(JobState.RUNNING if local else JobState.PENDING).value,
                     started=time.time() if local else None,
                     run_dir=run_dir or (handle or {}).get("run_dir"))  # in-cluster path for remote jobs
     job._refresh()

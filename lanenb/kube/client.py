@@ -116,6 +116,16 @@ class Clients:
     def where(self) -> str:
         return f"{self.host}" + (f" (context {self.context!r})" if self.context else "")
 
+    def raw(self, fn: Callable[..., Any], *args: Any, what: str = "the request",
+            **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        """``call`` with ``_preload_content=False``: the HTTP response itself, unparsed.
+
+        For log streams, and for objects read as plain JSON dicts (the form lanenb reads
+        everywhere) instead of the client's model classes; typed as what it is, since the
+        client's annotations name the model class whatever ``_preload_content`` says.
+        """
+        return self.call(fn, *args, what=what, _preload_content=False, **kwargs)
+
     def call(self, fn: Callable[..., T], *args: Any, what: str = "the request", **kwargs: Any) -> T:
         """Run one API call with retries on 429/5xx/transport errors; map the rest to our errors.
         Calls without their own ``_request_timeout`` get ``self.timeout``."""

@@ -27,8 +27,8 @@ def warning_events(clients: Clients, namespace: str, job: str, pods: list[dict[s
     (a missing RBAC grant must not break ``status``)."""
     names = {(p.get("metadata") or {}).get("name") for p in pods or []}
     try:
-        resp = clients.call(clients.core.list_namespaced_event, namespace, field_selector="type=Warning",
-                            what="listing events", _preload_content=False)
+        resp = clients.raw(clients.core.list_namespaced_event, namespace, field_selector="type=Warning",
+                           what="listing events")
     except ApiException:
         return []
     items = [e for e in json.loads(resp.data).get("items") or [] if _involves(e, job, names)]  # type: ignore[arg-type]

@@ -28,8 +28,8 @@ SKEW_MARGIN = 60  # seconds of log re-read after a reconnect (deduplicated by ti
 
 def read_pod(clients: Clients, namespace: str, name: str) -> dict[str, Any] | None:
     try:
-        resp = clients.call(clients.core.read_namespaced_pod, name, namespace, what=f"reading pod {name}",
-                            _preload_content=False, _request_timeout=(5, 30))
+        resp = clients.raw(clients.core.read_namespaced_pod, name, namespace, what=f"reading pod {name}",
+                           _request_timeout=(5, 30))
     except ApiException as exc:
         if exc.status == 404:
             return None
@@ -167,9 +167,9 @@ def follow_pod_lines(
     failures = 0
     while not stop():
         try:
-            resp = clients.call(
+            resp = clients.raw(
                 clients.core.read_namespaced_pod_log, pod_name, namespace, container=container, follow=True,
-                timestamps=True, since_seconds=pos.since_seconds(), _preload_content=False,
+                timestamps=True, since_seconds=pos.since_seconds(),
                 _request_timeout=(5, 300), what=f"following the log of pod {pod_name}",
             )
         except ApiException as exc:

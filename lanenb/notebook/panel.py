@@ -173,7 +173,8 @@ class TrainPanel(widgets.VBox):
         if extra_error:
             from lanenb.contract.validate import Problem
 
-            problems.insert(0, Problem("extra_args", self.extra.value, f"trainer flags {self.extra.value!r}: {extra_error}"))
+            problems.insert(0, Problem("extra_args", self.extra.value,
+                                       f"trainer flags {self.extra.value!r}: {extra_error}"))
         self.problems = problems
         self.global_batch.value = (f"global batch {global_batch(self.batch_size.value, self.processes.value)}"
                                    if isinstance(self.batch_size.value, int) else "")

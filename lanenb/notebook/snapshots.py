@@ -67,14 +67,14 @@ class SnapshotBrowser(widgets.VBox):
         self.confirm_button.on_click(lambda _: self.confirm_restore())
         self.cancel_button.on_click(lambda _: self._hide_confirm())
         self.refresh_button.on_click(lambda _: self.refresh())
-        super().__init__([self.table, self.pick,
-                          widgets.HBox([self.diff_button, self.restore_button, self.retrain_button, self.refresh_button]),
-                          self.confirm_box, self.message, self.result])
+        buttons = widgets.HBox([self.diff_button, self.restore_button, self.retrain_button, self.refresh_button])
+        super().__init__([self.table, self.pick, buttons, self.confirm_box, self.message, self.result])
         self.refresh()
 
     # ------------------------------------------------------------------ actions
     def _error(self, exc: Exception) -> None:
-        self.message.value = f"<span style='color:#b00020'>{html.escape(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc))}</span>"
+        text = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)  # KeyError's str() quotes
+        self.message.value = f"<span style='color:#b00020'>{html.escape(text)}</span>"
 
     def _info(self, text: str) -> None:
         self.message.value = f"<span>{html.escape(text)}</span>"

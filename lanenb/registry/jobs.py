@@ -18,6 +18,7 @@ Two rules hold for every writer:
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sqlite3
@@ -228,7 +229,7 @@ class JobRegistry:
             conn.execute("INSERT OR REPLACE INTO job_snapshots(job, store, snapshot, role, volume, created) "
                          "VALUES (?,?,?,?,?,?)", (job, store, snapshot, role, volume, time.time()))
 
-    def snapshot_links(self, job: str | None = None) -> list[dict[str, Any]]:
+    def snapshot_links(self, job: str | None = None) -> builtins.list[dict[str, Any]]:  # list: the method above
         """``{job, store, snapshot, role, volume, created}`` rows, oldest first (all jobs when ``None``)."""
         query = "SELECT * FROM job_snapshots" + (" WHERE job=?" if job is not None else "") + " ORDER BY created"
         with self._connect() as conn:

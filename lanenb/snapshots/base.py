@@ -7,6 +7,7 @@ labels (``job``, ``dataset``, ``code``, free-form tags) work whichever store hol
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import re
 from abc import ABC, abstractmethod
@@ -69,7 +70,8 @@ def check_labels(labels: Mapping[str, Any] | None) -> dict[str, str]:
             raise SnapshotInputError(
                 f"label key {key!r} is not valid: 1-63 letters, digits, '-', '_' or '.', alphanumeric at both "
                 f"ends, not starting with {RESERVED_PREFIX!r}")
-        text = value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        text = value if isinstance(value, str) else str(value) if number else None
         if text is None or not LABEL_VALUE.match(text):
             raise SnapshotInputError(
                 f"label {key}={value!r} is not valid: values are 0-63 letters, digits, '-', '_' or '.', "
@@ -344,7 +346,7 @@ class SnapshotStore(ABC):
         """
         raise SnapshotNotSupportedError(f"diff is not available on {self.name or type(self).__name__} snapshots")
 
-    def files(self, id: str) -> list[FileEntry]:
+    def files(self, id: str) -> builtins.list[FileEntry]:  # list: the method above
         """The files inside a snapshot, without restoring it.
 
         Args:
@@ -357,4 +359,5 @@ class SnapshotStore(ABC):
             SnapshotNotSupportedError: the store cannot look inside (Kubernetes CSI snapshots).
             SnapshotNotFoundError: no such snapshot.
         """
-        raise SnapshotNotSupportedError(f"listing files is not available on {self.name or type(self).__name__} snapshots")
+        raise SnapshotNotSupportedError(
+            f"listing files is not available on {self.name or type(self).__name__} snapshots")

@@ -125,7 +125,8 @@ class CsiStore(SnapshotStore):
         meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
         labels = {k[len(LABEL_PREFIX):]: v for k, v in (meta.get("labels") or {}).items() if k.startswith(LABEL_PREFIX)}
         error = (status.get("error") or {}).get("message")
-        return Snapshot(id=meta["name"], name=meta["name"], volume=(spec.get("source") or {}).get("persistentVolumeClaimName") or "",
+        source = (spec.get("source") or {}).get("persistentVolumeClaimName") or ""
+        return Snapshot(id=meta["name"], name=meta["name"], volume=source,
                         created=parse_time(status.get("creationTime") or meta.get("creationTimestamp")),
                         size=_bytes(status.get("restoreSize")), labels=labels,
                         ready=bool(status.get("readyToUse")), backend=self.name, error=error)

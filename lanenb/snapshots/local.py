@@ -16,6 +16,7 @@ summary: a cache, recomputed with ``restic stats`` when missing), ``cache/`` (re
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import errno
 import fcntl
@@ -79,7 +80,8 @@ def rename_noreplace(src: Path, dst: Path) -> None:
     at_fdcwd, rename_noreplace_flag = -100, 1
     if fn(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), rename_noreplace_flag) != 0:
         err = ctypes.get_errno()
-        raise FileExistsError(err, os.strerror(err), str(dst)) if err == errno.EEXIST else OSError(err, os.strerror(err), str(dst))
+        error = FileExistsError if err == errno.EEXIST else OSError
+        raise error(err, os.strerror(err), str(dst))
 
 
 class ResticStore(SnapshotStore):
@@ -332,7 +334,7 @@ class ResticStore(SnapshotStore):
     def get(self, id: str) -> Snapshot:
         return self._to_snapshot(self._find(id))
 
-    def files(self, id: str) -> list[FileEntry]:
+    def files(self, id: str) -> builtins.list[FileEntry]:  # list: the method above
         full = self._full_id(id)
         return [FileEntry(path=n["path"], type=n.get("type", "file"), size=n.get("size"))
                 for n in self._json_lines(self._run(["ls", "--json", full]))

@@ -20,7 +20,8 @@ def _names(path: Path) -> list[str]:
 
 
 def _commands(path: Path) -> list[str]:
-    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    lines = (line.strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def test_binder_apt_packages_are_the_shared_list_setup_installs():

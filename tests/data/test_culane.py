@@ -73,7 +73,8 @@ def test_the_test_split_has_no_flags_and_uses_the_geometric_slot_rule(culane):
 def test_val_reads_val_gt_and_a_missing_split_is_named(culane, tmp_path):
     assert len(CULaneDataset(culane, "val")) == 1
     (culane / "list" / "val_gt.txt").unlink()
-    with pytest.raises(ValueError, match=r"split 'val' of .* has no list file \(looked for list/val_gt\.txt, list/val\.txt\)"):
+    with pytest.raises(ValueError,
+                       match=r"split 'val' of .* has no list file \(looked for list/val_gt\.txt, list/val\.txt\)"):
         CULaneDataset(culane, "val")
 
 

@@ -145,8 +145,8 @@ def test_label_file_holding_a_json_array(tmp_path):
     label = tmp_path / "label_data_x.json"
     label.write_text(json.dumps([frame("clips/a/1/20.jpg")], indent=1))
     assert [str(p) for p in check_dataset(tmp_path)] == [
-        f"{label}:1: label file is not JSON lines: it holds one JSON array; "
-        "write one JSON object per line"]
+        (f"{label}:1: label file is not JSON lines: it holds one JSON array; "
+         "write one JSON object per line")]
 
 
 def test_label_file_pretty_printed_object(tmp_path):
@@ -160,8 +160,8 @@ def test_label_file_pretty_printed_object(tmp_path):
 def test_no_label_files(tmp_path):
     (tmp_path / "clips").mkdir()
     assert [str(p) for p in check_dataset(tmp_path)] == [
-        f"{tmp_path}:0: no label files found (expected label_data*.json, test_label.json or "
-        "val_label.json)"]
+        (f"{tmp_path}:0: no label files found (expected label_data*.json, test_label.json or "
+         "val_label.json)")]
 
 
 def test_missing_root(tmp_path):
@@ -174,8 +174,8 @@ def test_duplicate_raw_file_across_train_and_test(tmp_path):
                                 "test_label.json": [frame("clips/a/1/20.jpg")]},
                      {"clips/a/1/20.jpg": (720, 1280)})
     assert [str(p) for p in check_dataset(root)] == [
-        f"{root / 'test_label.json'}:1: duplicate raw_file 'clips/a/1/20.jpg' "
-        f"(first at {root / 'label_data_x.json'}:1)"]
+        (f"{root / 'test_label.json'}:1: duplicate raw_file 'clips/a/1/20.jpg' "
+         f"(first at {root / 'label_data_x.json'}:1)")]
 
 
 def test_skip_invalid_keeps_good_frames_and_reports(tmp_path):

@@ -17,10 +17,10 @@ def shards(n, world, **kw):
 def test_ranks_partition_the_epoch():
     parts = shards(10, 3, seed=1)
     assert all(len(p) == 4 for p in parts)  # padded to 12 like DistributedSampler
-    flat = sum(parts, [])
+    flat = [i for p in parts for i in p]
     assert set(flat) == set(range(10))
     dropped = shards(10, 3, seed=1, drop_last=True)
-    assert all(len(p) == 3 for p in dropped) and len(set(sum(dropped, []))) == 9
+    assert all(len(p) == 3 for p in dropped) and len({i for p in dropped for i in p}) == 9
 
 
 def test_same_order_as_torch_distributed_sampler():

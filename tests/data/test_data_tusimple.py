@@ -254,7 +254,7 @@ def test_uint8_output_normalises_to_the_float_output(synth_root):
 def test_normalize_images_refuses_float_batches():
     from lanenb_trainer.data.augment import normalize_images
 
-    with pytest.raises(TypeError, match="expects a uint8 batch, got torch.float32"):
+    with pytest.raises(TypeError, match=r"expects a uint8 batch, got torch\.float32"):
         normalize_images(torch.zeros(1, 3, 8, 8))
 
 

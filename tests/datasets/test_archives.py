@@ -90,7 +90,8 @@ def test_a_zip_member_written_through_a_symlinked_folder_is_refused(tmp_path):
 def test_a_malicious_train_archive_stops_the_fetch_and_is_deleted(archives, tmp_path):
     srv = LoopbackServer({**archives, "train_set.zip": malicious_zip("dotdot")}).start()
     try:
-        with pytest.raises(UnsafeArchiveError, match=r"train_set\.zip: member 'clips/\.\./\.\./escaped\.txt' climbs out"):
+        with pytest.raises(UnsafeArchiveError,
+                           match=r"train_set\.zip: member 'clips/\.\./\.\./escaped\.txt' climbs out"):
             fetch_dataset("tusimple", tmp_path / "t", parts=["train"], mirrors=[srv.url], default_urls=False,
                           progress=False)
     finally:

@@ -138,7 +138,8 @@ def test_a_wrong_checksum_deletes_the_download_and_says_both_digests(server, arc
     with pytest.raises(ChecksumError, match=r"sha256 [0-9a-f]{64}, expected 0{64}"):
         fetch(server, tmp_path / "t", parts=["train"], config=pinned)
     assert siblings(tmp_path / "t") == [] and not (tmp_path / "t").exists()  # nothing kept
-    good = {"datasets": {"tusimple": {"sha256": {"train_set.zip": hashlib.sha256(archives["train_set.zip"]).hexdigest()}}}}
+    digest = hashlib.sha256(archives["train_set.zip"]).hexdigest()
+    good = {"datasets": {"tusimple": {"sha256": {"train_set.zip": digest}}}}
     assert fetch(server, tmp_path / "t", parts=["train"], config=good).archives[0]["url"].startswith(server.url)
 
 
@@ -219,7 +220,10 @@ def test_unknown_dataset_is_a_value_error():
 
 def test_progress_callback_sees_download_and_extract_of_every_archive(server, archives, tmp_path):
     seen: dict[tuple[str, str], tuple[int, int | None]] = {}
-    fetch(server, tmp_path / "t", progress=lambda stage, name, done, total: seen.__setitem__((stage, name), (done, total)))
+    def progress(stage: str, name: str, done: int, total: int | None) -> None:
+        seen[stage, name] = (done, total)
+
+    fetch(server, tmp_path / "t", progress=progress)
     for name, data in archives.items():
         assert seen[("download", name)] == (len(data), len(data))
         assert seen[("extract", name)][0] == seen[("extract", name)][1]

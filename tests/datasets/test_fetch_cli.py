@@ -21,7 +21,8 @@ def test_cli_fetches_with_explicit_urls_and_prints_the_record(server, tmp_path, 
     out = capsys.readouterr()
     assert rc == 0, out.err
     record = json.loads(out.out.strip().splitlines()[-1])
-    assert record["root"] == str(to) and [a["filename"] for a in record["archives"]] == ["test_set.zip", "test_label.json"]
+    assert record["root"] == str(to)
+    assert [a["filename"] for a in record["archives"]] == ["test_set.zip", "test_label.json"]
     assert main(["data", "fetch", "tusimple", "--to", str(to), "--parts", "test", "--quiet"]) == 0
     assert "is complete (checked); nothing fetched" in capsys.readouterr().err
 

@@ -76,7 +76,7 @@ def test_bad_values_are_named(call, message):
 
 
 def test_the_fetch_is_a_lanenb_job_status_logs_wait_and_the_pvc_in_the_picker(jobs, kubeconfig, server):
-    thread, controller = jobs
+    _thread, controller = jobs
     job = submit(kubeconfig, server.url)
     assert job.backend_name == "kubernetes-fetch" and job.handle["dataset_path"] == "/mnt/tusimple"
     again = get_job(job.name, registry=JobRegistry())  # a new kernel: everything from the registry row

@@ -149,14 +149,20 @@ ROWS = list(range(240, 720, 10))
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(prob=np.zeros((288, 800))), r"prob must have shape \[1 \+ lane slots, H, W\] \(e\.g\. \[5, 288, 800\]\), got \[288, 800\]"),
+        (dict(prob=np.zeros((288, 800))),
+         r"prob must have shape \[1 \+ lane slots, H, W\] \(e\.g\. \[5, 288, 800\]\), got \[288, 800\]"),
         (dict(exist=[1.0, 1.0]), r"exist must have 4 values \(one per lane slot of prob\), got 2"),
-        (dict(exist=[3.0, -2.0, 0.0, 0.0]), r"exist must be probabilities in \[0, 1\] \(apply a sigmoid to existence logits\), got values in \[-2, 3\]"),
-        (dict(prob=np.full((5, 4, 4), 7.0)), r"prob must hold probabilities in \[0, 1\] \(apply softmax over the channel dimension to the logits\), got values in \[7, 7\]"),
+        (dict(exist=[3.0, -2.0, 0.0, 0.0]),
+         r"exist must be probabilities in \[0, 1\] \(apply a sigmoid to existence logits\), got values in \[-2, 3\]"),
+        (dict(prob=np.full((5, 4, 4), 7.0)),
+         (r"prob must hold probabilities in \[0, 1\] \(apply softmax over the channel dimension to the logits\), "
+          r"got values in \[7, 7\]")),
         (dict(orig_size=(720,)), r"orig_size must be \(height, width\) in pixels, two positive integers; got \(720,\)"),
-        (dict(orig_size=(0, 1280)), r"orig_size must be \(height, width\) in pixels, two positive integers; got \(0, 1280\)"),
+        (dict(orig_size=(0, 1280)),
+         r"orig_size must be \(height, width\) in pixels, two positive integers; got \(0, 1280\)"),
         (dict(h_samples=[]), r"h_samples must be a non-empty list of row numbers, got \[\]"),
-        (dict(prob_threshold=1.5), r"exist_threshold must be in \[0, 1\] and prob_threshold in \[0, 1\); got 0\.5 and 1\.5"),
+        (dict(prob_threshold=1.5),
+         r"exist_threshold must be in \[0, 1\] and prob_threshold in \[0, 1\); got 0\.5 and 1\.5"),
         (dict(min_points=0), r"min_points must be a positive integer, got 0"),
     ],
 )
@@ -179,5 +185,6 @@ def test_batch_bad_inputs_are_named():
         batch_to_predictions(prob, exist, ["a", "b"], ROWS, ORIG, run_time_ms=[1, 2, 3])
     with pytest.raises(ValueError, match=r"^run_time_ms must be non-negative milliseconds, got -1$"):
         batch_to_predictions(prob, exist, ["a", "b"], ROWS, ORIG, run_time_ms=-1)
-    with pytest.raises(ValueError, match=r"^orig_sizes must be one \(h, w\) for the batch or one per frame \(2\), got 3$"):
+    with pytest.raises(ValueError,
+                       match=r"^orig_sizes must be one \(h, w\) for the batch or one per frame \(2\), got 3$"):
         batch_to_predictions(prob, exist, ["a", "b"], ROWS, [ORIG] * 3, run_time_ms=1)

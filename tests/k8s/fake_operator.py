@@ -288,7 +288,8 @@ class FakeCluster:
         free = [self.gpus_per_node] * self.nodes
         blocked = False
         for i in range(replicas["Worker"]["replicas"]):
-            pod = self.emulator.get(PODS, ns, f"{name}-worker-{i}") or self._create_pod(ns, self._worker_body(job, i), job)
+            pod = (self.emulator.get(PODS, ns, f"{name}-worker-{i}")
+                   or self._create_pod(ns, self._worker_body(job, i), job))
             if pod is None:
                 return  # refused: the event says why; the operator would retry later
             if self._schedule(ns, pod, free) is not None:

@@ -102,13 +102,15 @@ class FakeSnapshotController:
             cls = self._default_class(pvc)
         error = None
         if pvc is None:
-            error = f'failed to get input parameters to create snapshot {name}: "persistentvolumeclaim {pvc_name} not found"'
+            error = (f"failed to get input parameters to create snapshot {name}: "
+                     f'"persistentvolumeclaim {pvc_name} not found"')
         elif cls is None or self.emulator.get(SNAPSHOT_CLASSES, None, cls) is None:
             error = f'failed to get input parameters to create snapshot {name}: "volumesnapshotclass {cls} not found"'
         elif pvc_name in self.fail:
             error = self.fail[pvc_name]
         if error is not None:
-            self._set_status(SNAPSHOTS, ns, name, {"readyToUse": False, "error": {"message": error, "time": now_rfc3339()}})
+            self._set_status(SNAPSHOTS, ns, name,
+                             {"readyToUse": False, "error": {"message": error, "time": now_rfc3339()}})
             return
         src = self.volume_dir(pvc_name, ns)
         dst = self._snapshot_dir(name, ns)

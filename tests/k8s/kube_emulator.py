@@ -450,7 +450,8 @@ class KubeEmulator(kmock.KubernetesScaffold):
         if method == "GET" and params.get("watch") in ("true", "1"):
             return await self._watch(key, request, fault)
         if method == "GET" and name is None:
-            items = [o for o in self.list(key, ns, params.get("labelSelector")) if field_match(params.get("fieldSelector"), o)]
+            items = [o for o in self.list(key, ns, params.get("labelSelector"))
+                     if field_match(params.get("fieldSelector"), o)]
             group, version, plural = key
             return aiohttp.web.json_response({
                 "apiVersion": f"{group}/{version}" if group else version,
@@ -526,7 +527,8 @@ class KubeEmulator(kmock.KubernetesScaffold):
         if (fault is not None and fault.status == 410) or (since and since != "0" and int(since) < self.compacted_rv):
             await send({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                                     "code": 410, "reason": "Expired",
-                                                    "message": f"too old resource version: {since} ({self.compacted_rv})"}})
+                                                    "message": f"too old resource version: {since} "
+                                                               f"({self.compacted_rv})"}})
             await resp.write_eof()
             return resp
         if since and since != "0" and not self.replay_all_on_watch:
@@ -673,7 +675,8 @@ class EmulatorThread:
             "clusters": [{"name": "emulator", "cluster": {"server": self.url}},
                          {"name": "nowhere", "cluster": {"server": "http://127.0.0.1:9"}}],
             "users": [{"name": "tester", "user": {"token": "emulator-token"}}],
-            "contexts": [{"name": context, "context": {"cluster": "emulator", "user": "tester", "namespace": namespace}},
+            "contexts": [{"name": context,
+                          "context": {"cluster": "emulator", "user": "tester", "namespace": namespace}},
                          {"name": "unreachable", "context": {"cluster": "nowhere", "user": "tester"}}],
         }
         path.write_text(yaml.safe_dump(config))

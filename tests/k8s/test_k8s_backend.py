@@ -189,7 +189,7 @@ def test_unknown_context_lists_the_known_ones(kubeconfig):
 
 def test_missing_kubeconfig_is_explained(tmp_path):
     backend = KubernetesBackend(kubeconfig=tmp_path / "nope", in_cluster=False)
-    with pytest.raises(KubernetesConfigError, match="no kubeconfig at .*nope"):
+    with pytest.raises(KubernetesConfigError, match=r"no kubeconfig at .*nope"):
         backend.submit(make_spec())
 
 
@@ -309,9 +309,9 @@ def test_watch_drops_replayed_events(cluster, backend):
         thread.emulator.add_fault(Fault(watches, drop_after_lines=1))  # reconnect often
     warm_up(backend)
     spec = make_spec(name="lane-replay")
-    handle = backend.submit(spec)
+    backend.submit(spec)
     seen = []
-    for kind, obj in watch_mpijob(backend.clients(), "default", "lane-replay", timeout=20):
+    for _kind, obj in watch_mpijob(backend.clients(), "default", "lane-replay", timeout=20):
         seen.append(int(obj["metadata"]["resourceVersion"]))
         if any(c["type"] == "Succeeded" for c in obj.get("status", {}).get("conditions", [])):
             break

@@ -101,7 +101,7 @@ def test_refused_pod_creation_is_the_pending_reason(cluster, backend, pvc):
 
 
 def test_resume_continues_from_the_checkpoint(cluster, kubeconfig, tmp_path, monkeypatch, pvc):
-    thread, fake = cluster
+    _thread, fake = cluster
     monkeypatch.setenv("LANENB_HOME", str(tmp_path / "home"))
     fake.rewrite_argv = program("import sys, time\nprint('[1,0]<stdout>:args ' + ' '.join(sys.argv[1:]), flush=True)\n"
                                 "time.sleep(0 if '--resume' in sys.argv else 30)")

@@ -63,7 +63,8 @@ def test_trainer_service_account_may_snapshot_volumes():
 
 def test_submitter_role_covers_every_request_of_a_job_lifecycle(cluster, backend):
     thread, fake = cluster
-    fake.rewrite_argv = lambda argv: [sys.executable, "-c", "import time\nfor i in range(30):\n print(i, flush=True)\n time.sleep(0.05)"]
+    counter = "import time\nfor i in range(30):\n print(i, flush=True)\n time.sleep(0.05)"
+    fake.rewrite_argv = lambda argv: [sys.executable, "-c", counter]
     spec = TrainSpec(dataset="/d", backend="kubernetes", image="img:1", name="lane-rbac", volumes=["data:/d"])
     add_pvc(thread)
     warm_up(backend)

@@ -51,7 +51,8 @@ def test_create_answers_201_with_server_fields(cluster, api):
     assert pod.metadata.name.startswith("a-launcher-") and len(pod.metadata.name) == len("a-launcher-") + 5
     assert ("POST", "/api/v1/namespaces/default/pods") in thread.emulator.served
     with pytest.raises(client.ApiException) as err:
-        custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", "default", "mpijobs", {"metadata": {"name": "a"}})
+        custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", "default", "mpijobs",
+                                               {"metadata": {"name": "a"}})
     assert err.value.status == 409
 
 
@@ -64,11 +65,13 @@ def test_lists_have_kind_and_honour_selectors(cluster, api):
     listing = core.list_namespaced_pod("default", label_selector="training.kubeflow.org/job-name=j",
                                        _preload_content=False)
     data = json.loads(listing.data)
-    assert data["kind"] == "PodList" and sorted(p["metadata"]["name"] for p in data["items"]) == ["j-launcher-x", "j-worker-0"]
+    assert data["kind"] == "PodList"
+    assert sorted(p["metadata"]["name"] for p in data["items"]) == ["j-launcher-x", "j-worker-0"]
     names = [p.metadata.name for p in core.list_namespaced_pod(
         "default", label_selector="training.kubeflow.org/job-role in (worker),training.kubeflow.org/job-name!=j").items]
     assert names == ["k-worker-0"]
-    assert [p.metadata.name for p in core.list_namespaced_pod("default", field_selector="metadata.name=j-worker-0").items] == ["j-worker-0"]
+    by_field = core.list_namespaced_pod("default", field_selector="metadata.name=j-worker-0").items
+    assert [p.metadata.name for p in by_field] == ["j-worker-0"]
     assert label_match("a,!b", {"a": "1"}) and not label_match("a,!b", {"a": "1", "b": "2"})
 
 
@@ -92,7 +95,8 @@ def test_put_replaces_and_checks_resource_version(cluster, api):
 def test_pod_log_is_text_and_follows(cluster, api):
     thread, _ = cluster
     core = client.CoreV1Api(api)
-    core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    core.create_namespaced_pod("default", {"metadata": {"name": "p"},
+                                           "spec": {"containers": [{"name": "c", "image": "i"}]}})
     log = thread.call(thread.emulator.pod_log, "default", "p", "c")
     thread.call(lambda: [log.append(f"l{i}") for i in range(3)])
     status, ctype, body = _get(thread.url + "/api/v1/namespaces/default/pods/p/log")

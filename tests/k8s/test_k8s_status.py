@@ -23,8 +23,9 @@ def pod(role: str = "worker", **status) -> dict:
 
 
 def test_crashloop_with_oom_last_state():
-    p = pod(phase="Running", containerStatuses=[{"name": "worker", "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                                                 "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}])
+    p = pod(phase="Running", containerStatuses=[{
+        "name": "worker", "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}])
     st = mpijob_status(job(("Created", "True"), ("Restarting", "True")), [p])
     assert st.state == JobState.RESTARTING
     assert "worker-0 pod j-worker-0 keeps crashing (CrashLoopBackOff): it ran out of memory (OOMKilled)" in st.reason
@@ -37,7 +38,8 @@ def test_crashloop_with_exit_code():
 
 
 def test_err_image_pull_names_the_image():
-    p = pod(containerStatuses=[{"name": "worker", "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}])
+    p = pod(containerStatuses=[{"name": "worker",
+                                "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}])
     st = mpijob_status(job(("Created", "True")), [p])
     assert st.state == JobState.PENDING
     assert st.reason.startswith("cannot pull image 'img:1' (ErrImagePull)") and st.reason.endswith("not found")

@@ -16,7 +16,7 @@ from lanenb_trainer.events import parse_line
 pytestmark = pytest.mark.slow
 
 def _trainer_ready() -> bool:
-    if importlib.util.find_spec("lanenb_trainer.data.synth") is None or importlib.util.find_spec("lanenb_trainer.train") is None:
+    if any(importlib.util.find_spec(m) is None for m in ("lanenb_trainer.data.synth", "lanenb_trainer.train")):
         return False
     import lanenb_trainer.models as models
 
@@ -24,7 +24,8 @@ def _trainer_ready() -> bool:
 
 
 if not _trainer_ready():
-    pytest.skip("the trainer, its models or its synthetic data generator are not in this build", allow_module_level=True)
+    pytest.skip("the trainer, its models or its synthetic data generator are not in this build",
+                allow_module_level=True)
 
 
 def free_port() -> int:
@@ -38,7 +39,7 @@ def test_real_training_through_the_mpijob(cluster, backend, tmp_path):
 
     from lanenb_trainer.data.synth import synthesize
 
-    thread, fake = cluster
+    _thread, fake = cluster
     volume = tmp_path / "pvc"
     synthesize(volume / "tusimple", frames=6, width=320, height=180, progress=False)
     # The PVC the job mounts must exist (the fake scheduler checks, like the real one).

@@ -156,8 +156,8 @@ def test_retrain_from_a_cluster_snapshot_mounts_the_restored_pvc_in_place_of_the
     pvc = thread.call(thread.emulator.get, PVCS, "default", "tusimple-v1")
     assert pvc["spec"]["dataSource"]["name"] == made.name
     mpijob = thread.call(thread.emulator.get, MPIJOBS, "default", "lane-k2")
-    claims = {v["persistentVolumeClaim"]["claimName"] for v in
-              mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"] if "persistentVolumeClaim" in v}
+    volumes = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+    claims = {v["persistentVolumeClaim"]["claimName"] for v in volumes if "persistentVolumeClaim" in v}
     assert claims == {"tusimple-v1"}
     assert again.wait(timeout=60, poll=0.1).state == JobState.SUCCEEDED
     assert (controller.volume_dir("tusimple-v1") / "label_data.json").read_text() == "v1"

@@ -18,17 +18,18 @@ rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
 world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
 script = sys.argv[1]
 code = 0
-for raw in open(script):
-    step = json.loads(raw)
-    if step.get("rank", 0) != rank or step.get("world", world) != world:
-        continue
-    time.sleep(step.get("sleep", 0))
-    if "event" in step:
-        ev = dict(step["event"])
-        kind = ev.pop("kind")
-        print(format_event(kind, rank, **ev), flush=True)
-    elif "line" in step:
-        print(step["line"], flush=True)
-    elif "exit" in step:
-        code = int(step["exit"])
+with open(script) as lines:
+    for raw in lines:
+        step = json.loads(raw)
+        if step.get("rank", 0) != rank or step.get("world", world) != world:
+            continue
+        time.sleep(step.get("sleep", 0))
+        if "event" in step:
+            ev = dict(step["event"])
+            kind = ev.pop("kind")
+            print(format_event(kind, rank, **ev), flush=True)
+        elif "line" in step:
+            print(step["line"], flush=True)
+        elif "exit" in step:
+            code = int(step["exit"])
 sys.exit(code)

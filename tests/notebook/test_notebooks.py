@@ -71,7 +71,7 @@ def test_kubernetes_notebook_runs_through_the_mpijob(cluster, kubeconfig, tmp_pa
 
     from lanenb_trainer.data.synth import synthesize
 
-    thread, fake = cluster
+    _thread, fake = cluster
     volume = tmp_path / "pvc"
     synthesize(volume / "tusimple", frames=8, width=320, height=180, progress=False)
     from lanenb.backends.kubernetes.backend import KubernetesBackend
@@ -94,7 +94,8 @@ def test_kubernetes_notebook_runs_through_the_mpijob(cluster, kubeconfig, tmp_pa
     assert "on kubernetes (namespace default)" in text_of(train) and ": succeeded" in text_of(train)
     assert pngs(train) and pngs(train)[0].startswith(PNG)
     pods = text_of(outputs(nb, "backend_detail"))
-    assert "launcher" in pods and "Succeeded" in pods and "node gpu-node-" in pods  # workers: cleaned up (cleanPodPolicy Running)
+    # the workers are cleaned up (cleanPodPolicy Running): the launcher is what is left
+    assert "launcher" in pods and "Succeeded" in pods and "node gpu-node-" in pods
     assert "succeeded" in text_of(outputs(nb, "%lanejobs"))
     assert "@lanenb" in text_of(outputs(nb, "%lanelogs"))
     assert any(argv and "lanenb_trainer" in " ".join(argv) for argv in fake.launched)

@@ -5,6 +5,7 @@ editing those events changes the report exactly."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
@@ -59,7 +60,7 @@ def test_measure_reports_the_figures_the_events_carry(scripted, lanenb_home):
     assert [p["job"] for p in saved["points"]] == ["scale-test-n1", "scale-test-n2", "scale-test-n4"]
     assert load("scale-test").rows()[1]["speedup"] == pytest.approx(1.8)
     run_dir = get_job("scale-test-n2").run_dir
-    assert json.loads(open(f"{run_dir}/scaling.json").read())["rows"][1]["images_per_s"] == 180.0
+    assert json.loads(Path(run_dir, "scaling.json").read_text())["rows"][1]["images_per_s"] == 180.0
     assert get_job("scale-test-n4").spec.max_steps == 8 and get_job("scale-test-n4").spec.processes == 4
 
 
@@ -71,9 +72,8 @@ def test_edited_events_give_edited_figures(scripted):
     assert report.rows()[1]["efficiency"] == pytest.approx(1.0) and report.rows()[1]["exchange_share"] == 0.0
     # rewrite the 2-rank run's log as if its steps had been twice as slow: the rebuilt report follows
     log = get_job("ideal-n2").handle["log"]
-    text = open(log).read().replace('"images_per_s":100.0', '"images_per_s":50.0')
-    text = text.replace('"step_time_s":0.1', '"step_time_s":0.2')
-    open(log, "w").write(text)
+    text = Path(log).read_text().replace('"images_per_s":100.0', '"images_per_s":50.0')
+    Path(log).write_text(text.replace('"step_time_s":0.1', '"step_time_s":0.2'))
     rebuilt = from_jobs(["ideal-n1", "ideal-n2"], warmup=3)
     assert rebuilt.rows()[1]["speedup"] == pytest.approx(1.0) and rebuilt.rows()[1]["efficiency"] == pytest.approx(0.5)
     assert rebuilt.rows()[1]["exchange_share"] == pytest.approx(0.5)
@@ -132,7 +132,8 @@ def test_compare_tables_differences_metrics_and_curves(ip, scripted):
     cmp = compare(["run-a", "run-b"])
     assert cmp.differences == ["batch_size", "epochs"]
     rows = {r["run"]: r for r in cmp.rows}
-    assert rows["run-a"]["test_accuracy"] == pytest.approx(0.91) and rows["run-b"]["test_accuracy"] == pytest.approx(0.455)
+    assert rows["run-a"]["test_accuracy"] == pytest.approx(0.91)
+    assert rows["run-b"]["test_accuracy"] == pytest.approx(0.455)
     assert rows["run-a"]["images_per_s"] == 100.0 and rows["run-b"]["images_per_s"] == 50.0
     assert rows["run-a"]["duration_s"] == 1.0
     html = cmp.table().html()

@@ -141,7 +141,7 @@ def test_panel_kubernetes_choices_come_from_the_cluster(cluster, kubeconfig, mon
     from lanenb.notebook import TrainPanel
 
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    thread, _fake = cluster
+    _thread, _fake = cluster
     from lanenb.contract.backends import get_backend
 
     api = get_backend("kubernetes").clients().api
@@ -160,10 +160,12 @@ def test_panel_kubernetes_choices_come_from_the_cluster(cluster, kubeconfig, mon
     fields = panel.spec_fields()
     assert fields["volumes"] == ["tusimple-data:/mnt/data"] and fields["dataset"] == "/mnt/data/tusimple"
     panel.subpath.value = "../../etc"
-    assert panel.launch.disabled and "path in PVC '../../etc': must be a folder inside the PVC" in html.unescape(panel.message.value)
+    assert panel.launch.disabled
+    assert "path in PVC '../../etc': must be a folder inside the PVC" in html.unescape(panel.message.value)
     panel.subpath.value = "tusimple"
     panel.namespace.value = "Bad_NS"
-    assert panel.launch.disabled and "namespace='Bad_NS': must be an RFC 1123 label" in html.unescape(panel.message.value)
+    assert panel.launch.disabled
+    assert "namespace='Bad_NS': must be an RFC 1123 label" in html.unescape(panel.message.value)
 
 
 def test_panel_choice_controls_accept_only_their_options(synth):

@@ -129,7 +129,8 @@ def test_export_gives_the_eager_logits_with_a_dynamic_batch(trained, tmp_path, f
         import onnxruntime as ort
 
         assert onnx.load(str(result.path)).opset_import[0].version >= 17
-        got = ort.InferenceSession(str(result.path), providers=["CPUExecutionProvider"]).run(None, {"images": x.numpy()})
+        session = ort.InferenceSession(str(result.path), providers=["CPUExecutionProvider"])
+        got = session.run(None, {"images": x.numpy()})
     else:
         with torch.no_grad():
             got = [t.numpy() for t in torch.jit.load(str(result.path))(x)]
@@ -178,7 +179,7 @@ def test_prediction_viewer_predicts_a_run_stopped_before_its_test_evaluation(tra
 
     from lanenb.notebook import PredictionViewer
 
-    data, run = trained
+    _data, run = trained
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
     (copy / "predictions" / "test.json").unlink()

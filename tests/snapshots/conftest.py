@@ -13,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
+from k8s_fixtures import snapshot_schema  # noqa: F401  (a fixture: pytest finds it by name)
 from snapshot_support import KubernetesHarness, LocalHarness
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")

@@ -12,7 +12,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
 from fake_snapshot_controller import DRIVER, SNAPSHOT_CLASS, STORAGE_CLASS
-from k8s_fixtures import snapshot_schema  # noqa: F401
 from kube_emulator import PVCS, SNAPSHOT_CLASSES, SNAPSHOTS
 
 import lanenb.snapshots as snaps
@@ -64,7 +63,7 @@ def test_a_failed_snapshot_raises_the_storage_error_in_words_and_is_deleted(csi)
     thread, controller, store = csi
     thread.call(controller.add_pvc, "data")
     controller.fail["data"] = "rpc error: code = ResourceExhausted desc = snapshot quota exceeded"
-    with pytest.raises(SnapshotFailedError, match="VolumeSnapshot '.*' of PVC 'data' failed: .*quota exceeded"):
+    with pytest.raises(SnapshotFailedError, match=r"VolumeSnapshot '.*' of PVC 'data' failed: .*quota exceeded"):
         store.create("data", name="doomed")
     assert thread.call(thread.emulator.get, SNAPSHOTS, "default", "doomed") is None
     assert store.list() == []

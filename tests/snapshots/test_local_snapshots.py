@@ -143,5 +143,5 @@ def test_unknown_store_names_list_the_available_ones():
 
 def test_a_missing_restic_is_explained(tmp_path):
     vol = _random_volume(tmp_path / "vol", 1, 10)
-    with pytest.raises(snaps.SnapshotError, match="restic executable 'no-restic-here' was not found.*Debian"):
+    with pytest.raises(snaps.SnapshotError, match=r"restic executable 'no-restic-here' was not found.*Debian"):
         ResticStore(restic="no-restic-here").create(vol)

@@ -46,7 +46,7 @@ def test_restore_refuses_an_existing_target_and_leaves_it_unchanged(store):
     vol = store.make_volume("data", DATA)
     other = store.make_volume("precious", {"keep.txt": "mine"})
     snap = snaps.create(vol, backend=store.store)
-    with pytest.raises(TargetExistsError, match="already exists.*never overwrites"):
+    with pytest.raises(TargetExistsError, match=r"already exists.*never overwrites"):
         snaps.restore(snap.id, other, backend=store.store)
     assert store.read(other) == {"keep.txt": "mine"}
 

@@ -52,7 +52,7 @@ def test_atomic_save_and_compatibility(tmp_path):
     with pytest.raises(ValueError, match=r"world size 2 \(now 3\), batch size 4 \(now 8\)"):
         ckpt.check_compatible(loaded, batch_size=8, world_size=3, backbone="small")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(ckpt.CheckpointError, match="is not a readable checkpoint"):
+    with pytest.raises(ckpt.CheckpointError):
         ckpt.load(tmp_path / "junk.pt")
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
         ckpt.load(tmp_path / "missing.pt")

@@ -132,8 +132,7 @@ class KubernetesFetchBackend(Backend):
 
     def _read_job(self, clients: Clients, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            resp = clients.call(clients.batch.read_namespaced_job, name, namespace, what=f"reading Job {name}",
-                                _preload_content=False)
+            resp = clients.raw(clients.batch.read_namespaced_job, name, namespace, what=f"reading Job {name}")
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -144,8 +143,8 @@ class KubernetesFetchBackend(Backend):
     @staticmethod
     def _pods(clients: Clients, namespace: str, name: str) -> list[dict[str, Any]]:
         """The Job's pods, oldest first (the Job controller labels them ``job-name=<job>``)."""
-        resp = clients.call(clients.core.list_namespaced_pod, namespace, label_selector=f"job-name={name}",
-                            what="listing fetch pods", _preload_content=False, _request_timeout=(5, 30))
+        resp = clients.raw(clients.core.list_namespaced_pod, namespace, label_selector=f"job-name={name}",
+                           what="listing fetch pods", _request_timeout=(5, 30))
         pods = list(json.loads(resp.data).get("items") or [])
         return sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
 
@@ -224,8 +223,8 @@ class KubernetesFetchBackend(Backend):
         stopped. The PVC and what it holds stay: a new fetch resumes the partial download."""
         clients, namespace, name = self._for(self._check(spec), handle)
         try:
-            clients.call(clients.batch.delete_namespaced_job, name, namespace, propagation_policy="Foreground",
-                         what=f"deleting Job {name}", _preload_content=False)
+            clients.raw(clients.batch.delete_namespaced_job, name, namespace, propagation_policy="Foreground",
+                        what=f"deleting Job {name}")
         except ApiException as exc:
             if exc.status != 404:  # already gone: cancelling twice is fine
                 raise KubernetesAPIError(f"deleting Job {namespace}/{name} failed: {exc.status} {exc.reason}",

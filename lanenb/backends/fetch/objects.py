@@ -128,8 +128,8 @@ def create_fetch_objects(spec: FetchSpec, clients: Clients, namespace: str) -> d
     claim = build_fetch_pvc(spec.pvc, size=spec.size, storage_class=spec.storage_class, dataset=spec.dataset)
     core, batch = clients.core, clients.batch
     try:
-        clients.call(core.read_namespaced_persistent_volume_claim, spec.pvc, namespace,
-                     what=f"reading PVC {spec.pvc}", _preload_content=False)
+        clients.raw(core.read_namespaced_persistent_volume_claim, spec.pvc, namespace,
+                    what=f"reading PVC {spec.pvc}")
     except ApiException as exc:
         if exc.status != 404:
             raise KubernetesAPIError(f"reading PVC {spec.pvc} in {namespace}: {exc.status} {exc.reason}",
@@ -137,11 +137,11 @@ def create_fetch_objects(spec: FetchSpec, clients: Clients, namespace: str) -> d
         if not spec.create_pvc:
             raise FetchJobError(f"pvc={spec.pvc!r} does not exist in namespace {namespace!r} "
                                 f"(create_pvc=False)") from None
-        clients.call(core.create_namespaced_persistent_volume_claim, namespace, claim,
-                     what=f"creating PVC {spec.pvc}", _preload_content=False)
+        clients.raw(core.create_namespaced_persistent_volume_claim, namespace, claim,
+                    what=f"creating PVC {spec.pvc}")
     selector = ",".join(f"{k}={v}" for k, v in {**MANAGED, PVC_LABEL: spec.pvc}.items())
-    resp = clients.call(batch.list_namespaced_job, namespace, label_selector=selector,
-                        what="listing fetch Jobs", _preload_content=False)
+    resp = clients.raw(batch.list_namespaced_job, namespace, label_selector=selector,
+                       what="listing fetch Jobs")
     busy = [j["metadata"]["name"] for j in json.loads(resp.data).get("items") or []
             if not _finished(j) and not j["metadata"].get("deletionTimestamp")]
     if busy:
@@ -149,8 +149,7 @@ def create_fetch_objects(spec: FetchSpec, clients: Clients, namespace: str) -> d
                             f"(lanenb jobs wait {busy[0]}) or cancel it (lanenb jobs cancel {busy[0]})")
     name = job["metadata"]["name"]
     try:
-        resp = clients.call(batch.create_namespaced_job, namespace, job, what=f"creating Job {name}",
-                            _preload_content=False)
+        resp = clients.raw(batch.create_namespaced_job, namespace, job, what=f"creating Job {name}")
     except ApiException as exc:
         if exc.status == 409:
             raise FetchJobError(f"a Job {name!r} exists already in {namespace!r}: pick another name") from None
@@ -165,8 +164,8 @@ def dataset_pvcs(namespace: str = "default", *, clients: Clients | None = None, 
                  kubeconfig: str | None = None) -> list[dict[str, Any]]:
     """PVCs of the namespace with the dataset a fetch Job put there (``None`` for others)."""
     clients = clients or load_clients(context, kubeconfig)
-    resp = clients.call(clients.core.list_namespaced_persistent_volume_claim, check_label("namespace", namespace),
-                        what="listing PVCs", _preload_content=False)
+    resp = clients.raw(clients.core.list_namespaced_persistent_volume_claim, check_label("namespace", namespace),
+                       what="listing PVCs")
     out = []
     for p in json.loads(resp.data).get("items") or []:
         spec = p.get("spec") or {}

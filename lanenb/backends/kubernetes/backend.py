@@ -156,7 +156,8 @@ class KubernetesBackend(Backend):
         body["metadata"]["annotations"][SUBMISSION_ANNOTATION] = submission
         try:
             created = clients.call(clients.custom.create_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
-                                   namespace, MPIJOB_PLURAL, body, what=f"creating MPIJob {name} in namespace {namespace}")
+                                   namespace, MPIJOB_PLURAL, body,
+                                   what=f"creating MPIJob {name} in namespace {namespace}")
         except ApiException as exc:
             if exc.status == 404:
                 raise self._explain_404(clients, exc, namespace) from exc
@@ -258,8 +259,8 @@ class KubernetesBackend(Backend):
         """Allocatable ``nvidia.com/gpu`` over the cluster's nodes (one rank per GPU); a
         cluster without GPUs offers up to 64 CPU ranks."""
         clients = self.clients(spec.k8s.context if spec is not None else None)
-        resp = clients.call(clients.core.list_node, what="listing nodes", _preload_content=False,
-                            _request_timeout=(5, 30))
+        resp = clients.raw(clients.core.list_node, what="listing nodes",
+                           _request_timeout=(5, 30))
         per_node = []
         for node in json.loads(resp.data).get("items") or []:
             alloc = ((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", "0")
@@ -276,8 +277,8 @@ class KubernetesBackend(Backend):
         """Names of the PVCs in the spec's namespace (mount one to train on its data)."""
         clients = self.clients(spec.k8s.context if spec is not None else None)
         namespace = namespace_for(spec) if spec is not None else "default"
-        resp = clients.call(clients.core.list_namespaced_persistent_volume_claim, namespace,
-                            what="listing PVCs", _preload_content=False, _request_timeout=(5, 30))
+        resp = clients.raw(clients.core.list_namespaced_persistent_volume_claim, namespace,
+                           what="listing PVCs", _request_timeout=(5, 30))
         return sorted(p["metadata"]["name"] for p in json.loads(resp.data).get("items") or [])
 
     def cancel(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
