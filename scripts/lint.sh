@@ -7,20 +7,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# jlpm is a console script of that environment (as in scripts/build_labextension.sh)
+PATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
+export PATH
 
 echo "==> ruff check"
 "$PY" -m ruff check lanenb trainer tests bench scripts
 echo "==> mypy (lanenb, trainer/lanenb_trainer)"
 "$PY" -m mypy
 
-# The extension's gates, when its package.json defines them (they are jlpm scripts: eslint, tsc).
+# The extension's gates (ESLint, tsc), run only when its package.json defines them, so this
+# script works on a tree whose extension has none yet. Its node_modules come from
+# scripts/build_labextension.sh (setup.sh runs it).
 has_script() {
   node -e 'const s = require("./extension/package.json").scripts || {}; process.exit(s[process.argv[1]] ? 0 : 1)' "$1"
 }
 for script in lint typecheck; do
   if has_script "$script"; then
-    echo "==> jlpm --cwd extension run $script"
-    jlpm --cwd extension run "$script"
+    echo "==> extension: jlpm run $script"
+    (cd extension && jlpm run "$script")
   fi
 done
 echo "==> lint gate clean"

@@ -16,7 +16,7 @@ import torch
 
 from lanenb_trainer.atomic import atomic_open
 from lanenb_trainer.inference import PredictError, resolve_weights
-from lanenb_trainer.models import build_from_checkpoint
+from lanenb_trainer.models import SCNN, build_from_checkpoint
 
 __all__ = ["export", "ExportResult", "FORMATS", "OPSET"]
 
@@ -91,7 +91,7 @@ def export(weights: str | os.PathLike[str], fmt: str = "onnx", out: str | os.Pat
     return ExportResult(target, fmt, (h, w), diff)
 
 
-def _check(model: torch.nn.Module, target: Path, fmt: str, h: int, w: int) -> float:
+def _check(model: SCNN, target: Path, fmt: str, h: int, w: int) -> float:
     x = torch.randn(2, 3, h, w, generator=torch.Generator().manual_seed(0))
     model.message_passing.plain = False  # the reference is the model as trained
     with torch.no_grad():

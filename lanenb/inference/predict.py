@@ -14,11 +14,14 @@ import glob
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
 from lanenb_trainer.inference import PredictError, Prediction, Predictor
+
+if TYPE_CHECKING:  # tqdm is imported when a bar is shown
+    from tqdm.auto import tqdm
 
 __all__ = ["predict", "Prediction", "PredictError", "Predictor", "list_images", "predict_images",
            "predict_video", "predict_split"]
@@ -32,7 +35,7 @@ def list_images(images: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     Raises:
         PredictError: nothing matches, or a listed file does not exist.
     """
-    if isinstance(images, (list, tuple)):
+    if not isinstance(images, (str, os.PathLike)):  # a list (any sequence) of files
         paths = [Path(p).expanduser() for p in images]
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
@@ -101,7 +104,8 @@ def predict(weights: str | os.PathLike[str] | Predictor, images: Any, *, batch_s
             for p in model([_read(x) for x in chunk], sources=[str(x) for x in chunk])]
 
 
-def _progress(total: int, desc: str, unit: str = "frame"):
+def _progress(total: int, desc: str, unit: str = "frame") -> tqdm[NoReturn]:
+    """A progress bar that suits where it is shown (notebook widget or terminal)."""
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
@@ -167,7 +171,7 @@ def predict_video(model: Predictor, video: Path, out: Path, *, batch_size: int =
     index = 0
     try:
         while True:
-            frames = []
+            frames: list[np.ndarray] = []
             while len(frames) < batch_size:
                 ok, frame = cap.read()
                 if not ok:
@@ -179,7 +183,7 @@ def predict_video(model: Predictor, video: Path, out: Path, *, batch_size: int =
             for frame, pred in zip(frames, model(frames, sources=names)):
                 if writer is None:
                     h, w = frame.shape[:2]
-                    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+                    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter.fourcc(*"mp4v"), fps, (w, h))
                 writer.write(_draw(frame, pred))
                 lines.append(pred.to_tusimple())
             index += len(frames)
@@ -222,7 +226,8 @@ def predict_split(model: Predictor, root: Path, split: str, out: Path, *, batch_
             bar.update(len(chunk))
     finally:
         bar.close()
-    result = evaluate(lines, records)
+    # LaneRecord ground truth is documented to work; evaluate's annotation says dicts only (trainer side)
+    result = evaluate(lines, records)  # type: ignore[arg-type]
     return lines, result.summary()
 
 

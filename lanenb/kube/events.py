@@ -25,13 +25,13 @@ def warning_events(clients: Clients, namespace: str, job: str, pods: list[dict[s
                    ) -> list[dict[str, Any]]:
     """The namespace's Warning events about ``job`` (oldest first); [] if events cannot be read
     (a missing RBAC grant must not break ``status``)."""
-    names = {(p.get("metadata") or {}).get("name") for p in pods or []}
+    names: set[str] = {n for p in pods or [] if (n := (p.get("metadata") or {}).get("name")) is not None}
     try:
         resp = clients.raw(clients.core.list_namespaced_event, namespace, field_selector="type=Warning",
                            what="listing events")
     except ApiException:
         return []
-    items = [e for e in json.loads(resp.data).get("items") or [] if _involves(e, job, names)]  # type: ignore[arg-type]
+    items = [e for e in json.loads(resp.data).get("items") or [] if _involves(e, job, names)]
     return sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or
                   (e.get("metadata") or {}).get("creationTimestamp") or "")
 

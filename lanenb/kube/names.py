@@ -23,7 +23,8 @@ def check_label(what: str, value: object, max_len: int = LABEL_MAX) -> str:
     problem = name_problem(value, "label", max_len)
     if problem:
         raise InvalidNameError(f"{what} {value!r} {problem}")
-    return value  # type: ignore[return-value]
+    assert isinstance(value, str)  # name_problem passes strings only
+    return value
 
 
 def check_subdomain(what: str, value: object) -> str:
@@ -31,7 +32,8 @@ def check_subdomain(what: str, value: object) -> str:
     problem = name_problem(value, "subdomain")
     if problem:
         raise InvalidNameError(f"{what} {value!r} {problem}")
-    return value  # type: ignore[return-value]
+    assert isinstance(value, str)  # name_problem passes strings only
+    return value
 
 
 def check_mpijob_name(value: object, workers: int) -> str:

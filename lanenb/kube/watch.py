@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
@@ -47,8 +47,9 @@ def watch_mpijob(clients: Clients, namespace: str, name: str, *, timeout: float 
     failures = 0
     while deadline is None or time.monotonic() < deadline:
         if relist:
-            listing = clients.call(clients.custom.list_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
-                                   namespace, MPIJOB_PLURAL, field_selector=selector, what=f"listing MPIJob {name}")
+            listing = cast(dict[str, Any], clients.call(  # custom objects are JSON dicts; typed "object"
+                clients.custom.list_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace, MPIJOB_PLURAL,
+                field_selector=selector, what=f"listing MPIJob {name}"))
             resource_version = (listing.get("metadata") or {}).get("resourceVersion")
             items = listing.get("items") or []
             if items and _rv(items[0]) > newest:

@@ -22,6 +22,7 @@ from lanenb.charts.png import render_histogram
 from lanenb.errors import UserError
 from lanenb.notebook.fallback import StaticFallback
 from lanenb_trainer.data.check import check_dataset
+from lanenb_trainer.data.labels import Problem
 from lanenb_trainer.data.preview import preview_grid
 from lanenb_trainer.data.splits import SPLITS, load_split
 
@@ -71,10 +72,12 @@ class DatasetPreview(StaticFallback, widgets.VBox):
             raise DatasetError(f"split={split!r}: must be one of {', '.join(SPLITS)}")
         self.root, self.n, self.seed = root, n, seed
         self._png: bytes | None = None
+        self.problems: list[Problem] = []
+        self.sizes: dict[str, int] = {}  # frames per split
+        self.lane_counts: collections.Counter[int] = collections.Counter()  # frames per lane count
         self.fetch_row = self._fetch_row(fetch, fetch_options or {}, split) if fetch else None
         super().__init__(children=[self.fetch_row] if self.fetch_row else [], **kwargs)
         if fetch and (not root.is_dir() or not any(root.iterdir())):
-            self.problems, self.sizes, self.lane_counts = [], {}, collections.Counter()
             return  # nothing to show until the Fetch button has filled the folder
         if not root.is_dir():
             raise DatasetError(f"path={str(path)!r}: no such directory")
@@ -115,8 +118,8 @@ class DatasetPreview(StaticFallback, widgets.VBox):
     def _load(self, split: str) -> None:
         root = self.root
         self.problems = check_dataset(root)
-        self.sizes: dict[str, int] = {}
-        self.lane_counts: collections.Counter[int] = collections.Counter()
+        self.sizes = {}
+        self.lane_counts = collections.Counter()
         for name in SPLITS:
             try:
                 records = load_split(root, name, skip_invalid=True)

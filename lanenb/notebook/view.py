@@ -75,6 +75,8 @@ class JobView(StaticFallback, widgets.VBox):
         self.final = False
         self.refreshes = 0
         self.last_error: str | None = None
+        self.state: RunState
+        self.cursor: str | None
         earlier = _VIEWS.get(job.name)
         if earlier is not None:
             with earlier._lock:

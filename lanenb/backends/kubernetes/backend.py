@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kubernetes.client.exceptions import ApiException
 
@@ -125,8 +125,9 @@ class KubernetesBackend(Backend):
 
     def _get_job(self, clients: Clients, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return clients.call(clients.custom.get_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
-                                namespace, MPIJOB_PLURAL, name, what=f"reading MPIJob {name}")
+            job = clients.call(clients.custom.get_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
+                               namespace, MPIJOB_PLURAL, name, what=f"reading MPIJob {name}")
+            return cast(dict[str, Any], job)  # custom objects are JSON dicts; the client types them "object"
         except ApiException as exc:
             if exc.status == 404:
                 err = self._explain_404(clients, exc, namespace)
@@ -155,9 +156,9 @@ class KubernetesBackend(Backend):
         submission = uuid.uuid4().hex
         body["metadata"]["annotations"][SUBMISSION_ANNOTATION] = submission
         try:
-            created = clients.call(clients.custom.create_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
-                                   namespace, MPIJOB_PLURAL, body,
-                                   what=f"creating MPIJob {name} in namespace {namespace}")
+            created: dict[str, Any] | None = cast(dict[str, Any], clients.call(
+                clients.custom.create_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace, MPIJOB_PLURAL,
+                body, what=f"creating MPIJob {name} in namespace {namespace}"))
         except ApiException as exc:
             if exc.status == 404:
                 raise self._explain_404(clients, exc, namespace) from exc
@@ -202,7 +203,8 @@ class KubernetesBackend(Backend):
                 last = mpijob_status(obj) if obj is not None else None
                 yield last if last is not None and last.state.finished else missing_status(namespace, name)
                 return
-            status = self._status_of(clients, namespace, name, obj)  # type: ignore[arg-type]
+            assert obj is not None  # only DELETED comes without the object
+            status = self._status_of(clients, namespace, name, obj)
             yield status
             if status.state.finished:
                 return
