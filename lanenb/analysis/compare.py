@@ -9,15 +9,14 @@ ids, plus loss and validation-accuracy curves overlaid.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from lanenb_trainer.errors import UserError
-
-from lanenb.analysis.runstate import RunState
+from lanenb.analysis.runstate import RunState, format_duration
 from lanenb.jobs import Job, get_job
-from lanenb.analysis.runstate import format_duration
 from lanenb.tables import Table
+from lanenb_trainer.errors import UserError
 
 __all__ = ["Comparison", "compare", "CompareError"]
 

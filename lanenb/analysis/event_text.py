@@ -7,7 +7,7 @@ so a run reads the same wherever it is watched.
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from lanenb_trainer.events import Event
 

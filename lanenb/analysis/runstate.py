@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import collections
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
-
-from lanenb_trainer.events import Event
+from typing import TYPE_CHECKING, Any
 
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.series import BucketSeries
 from lanenb.launch.lines import LogLine
+from lanenb_trainer.events import Event
 
 if TYPE_CHECKING:
+    from lanenb.contract.status import JobStatus
     from lanenb.jobs.job import Job
     from lanenb.jobs.updates import Update
-    from lanenb.contract.status import JobStatus
 
 __all__ = ["RunState", "SYSTEM_FIELDS", "tail_state", "format_duration"]
 
@@ -96,7 +96,7 @@ class RunState:
             table[name] = BucketSeries(self.max_points)
         return table[name]
 
-    def apply(self, update: "Update") -> "RunState":
+    def apply(self, update: Update) -> RunState:
         """Fold one ``Job.poll`` update (a status change or a log line with its event)."""
         if update.status is not None:
             self.fold_status(update.status)
@@ -104,12 +104,12 @@ class RunState:
             self.fold_line(update.line)
         return self
 
-    def apply_all(self, updates: Iterable["Update"]) -> "RunState":
+    def apply_all(self, updates: Iterable[Update]) -> RunState:
         for update in updates:
             self.apply(update)
         return self
 
-    def fold_status(self, status: "JobStatus") -> None:
+    def fold_status(self, status: JobStatus) -> None:
         self.state = status.state.value
         self.reason = status.reason
 
@@ -269,7 +269,7 @@ class RunState:
             return float(self.val["accuracy"])
         return None
 
-    def log_tail(self, n: int = 20, rank: int | None | str = "all", errors_only: bool = False) -> list[LogLine]:
+    def log_tail(self, n: int = 20, rank: int | str | None = "all", errors_only: bool = False) -> list[LogLine]:
         """The last ``n`` kept lines, optionally of one rank (``None`` = launcher lines); an
         event's line reads as the console words it, ``error`` marks what views highlight."""
         out: list[LogLine] = []
@@ -321,7 +321,7 @@ class RunState:
         }
 
 
-def tail_state(job: "Job", lines: int = 400) -> RunState:
+def tail_state(job: Job, lines: int = 400) -> RunState:
     """A ``RunState`` folded from the job's status and the last ``lines`` log lines only: cheap
     enough for a table of many jobs (``%lanejobs``, the sidebar), whatever each log's length."""
     state = RunState(max_points=64, max_log_lines=50)

@@ -18,17 +18,17 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from lanenb_trainer.errors import UserError
-from lanenb_trainer.events import Event
-
-from lanenb.jobs import Job, TrainSpec, get_job, submit
-from lanenb.home import lanenb_home
 from lanenb.analysis.runstate import format_duration
 from lanenb.contract.spec import SpecError
+from lanenb.home import lanenb_home
+from lanenb.jobs import Job, TrainSpec, get_job, submit
 from lanenb.tables import Table
+from lanenb_trainer.errors import UserError
+from lanenb_trainer.events import Event
 
 __all__ = ["ScalePoint", "ScalingReport", "measure", "point_from_events", "from_jobs", "ScalingError"]
 
@@ -140,7 +140,7 @@ class ScalingReport:
                 "points": [asdict(p) for p in self.points], "rows": self.rows()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ScalingReport":
+    def from_dict(cls, data: Mapping[str, Any]) -> ScalingReport:
         points = [ScalePoint(**{**p, "utilisation": {int(k): v for k, v in p["utilisation"].items()}})
                   for p in data["points"]]
         return cls(points, data.get("mode", "weak"), data.get("epochs", 1), data.get("frames"),

@@ -12,7 +12,8 @@ The row is plain JSON-able values: numbers stay numbers (``progress`` 0..1, ``et
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from lanenb.analysis.runstate import RunState, tail_state
 
@@ -37,14 +38,14 @@ def utilisation(state: RunState, points: int = SPARK_POINTS) -> dict[str, Any]:
     return {"metric": metric, "rank": rank, "values": values, "last": last}
 
 
-def _age(job: "Job", now: float | None) -> float | None:
+def _age(job: Job, now: float | None) -> float | None:
     created = job.created
     if not created:
         return None
     return (time.time() if now is None else now) - created
 
 
-def job_summary(job: "Job", state: RunState, *, now: float | None = None) -> dict[str, Any]:
+def job_summary(job: Job, state: RunState, *, now: float | None = None) -> dict[str, Any]:
     """The summary row of ``job`` whose reduced state is ``state``.
 
     Args:
@@ -74,7 +75,7 @@ def job_summary(job: "Job", state: RunState, *, now: float | None = None) -> dic
     }
 
 
-def error_summary(job: "Job", exc: BaseException, *, now: float | None = None) -> dict[str, Any]:
+def error_summary(job: Job, exc: BaseException, *, now: float | None = None) -> dict[str, Any]:
     """The row of a job whose state could not be read (an unreachable cluster): state
     ``unknown`` and the error, with every other field empty, so one broken job is shown
     rather than hiding the others."""
@@ -88,7 +89,7 @@ def error_summary(job: "Job", exc: BaseException, *, now: float | None = None) -
     }
 
 
-def job_summaries(jobs: Iterable["Job"], read_state: Callable[["Job"], RunState] = tail_state, *,
+def job_summaries(jobs: Iterable[Job], read_state: Callable[[Job], RunState] = tail_state, *,
                   now: float | None = None) -> list[dict[str, Any]]:
     """``job_summary`` of each job in order, its state read by ``read_state`` (default
     ``tail_state``: the status and the last lines of the log, cheap for many jobs); a job

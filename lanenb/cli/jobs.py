@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("jobs", help="list, inspect, follow and cancel training jobs",
                                    description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")

@@ -10,12 +10,13 @@ import argparse
 import datetime as _dt
 import os
 import sys
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
-from lanenb.errors import UserError
-from lanenb.commands.arguments import add_job_arguments, spec_from_args
 from lanenb.analysis.event_text import event_text
+from lanenb.commands.arguments import add_job_arguments, spec_from_args
 from lanenb.contract.spec import TrainSpec
+from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine
 from lanenb.launch.mpirun import LaunchError, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
@@ -123,7 +124,7 @@ def _stop_on_sigterm() -> None:
 
 
 
-def launch_in_console(cfg: TrainConfig, processes: int, renderer: "ConsoleRenderer", *, prog: str,
+def launch_in_console(cfg: TrainConfig, processes: int, renderer: ConsoleRenderer, *, prog: str,
                       env: dict[str, str] | None = None) -> int:
     """Run the ranks with ``renderer`` printing their lines; SIGTERM stops them like Ctrl-C.
 
@@ -139,7 +140,7 @@ def launch_in_console(cfg: TrainConfig, processes: int, renderer: "ConsoleRender
         renderer.close()
 
 
-def follow_job(job, renderer: "ConsoleRenderer") -> int:
+def follow_job(job, renderer: ConsoleRenderer) -> int:
     """Print a submitted job's log through ``renderer`` until it ends; Ctrl-C detaches."""
     try:
         for update in job.updates():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import abc
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 # the one line type; every backend yields these (re-exported here: it is part of the interface)
 from lanenb.launch.lines import LogLine as LogLine
@@ -49,12 +50,12 @@ class Backend(abc.ABC):
 
         return TrainSpec.from_dict(data)
 
-    def validate(self, spec: "TrainSpec", run_dir: str | Path | None) -> None:
+    def validate(self, spec: TrainSpec, run_dir: str | Path | None) -> None:
         """Raise ``ValueError`` for a spec this backend cannot run; called by ``submit``
         before the job is recorded, so a rejected job leaves nothing behind."""
 
     @abc.abstractmethod
-    def submit(self, spec: "TrainSpec", run_dir: str | Path | None) -> dict[str, Any]:
+    def submit(self, spec: TrainSpec, run_dir: str | Path | None) -> dict[str, Any]:
         """Start the job and return quickly (the notebook must stay responsive).
 
         ``run_dir`` is a local directory for local backends; None for remote backends
@@ -62,24 +63,24 @@ class Backend(abc.ABC):
         ``handle["run_dir"]``)."""
 
     @abc.abstractmethod
-    def status(self, spec: "TrainSpec", handle: dict[str, Any]) -> "JobStatus":
+    def status(self, spec: TrainSpec, handle: dict[str, Any]) -> JobStatus:
         ...
 
     @abc.abstractmethod
     def logs(
-        self, spec: "TrainSpec", handle: dict[str, Any], *, follow: bool = False, worker: int | None = None
+        self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool = False, worker: int | None = None
     ) -> Iterator[LogLine]:
         """Yield output lines; with ``follow`` keep yielding until the job ends."""
 
     @abc.abstractmethod
-    def cancel(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+    def cancel(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         ...
 
     @abc.abstractmethod
-    def describe(self, spec: "TrainSpec", handle: dict[str, Any]) -> dict[str, Any]:
+    def describe(self, spec: TrainSpec, handle: dict[str, Any]) -> dict[str, Any]:
         """Everything useful for debugging the job, as plain JSON-able data."""
 
-    def read_log(self, spec: "TrainSpec", handle: dict[str, Any], cursor: str | None, *,
+    def read_log(self, spec: TrainSpec, handle: dict[str, Any], cursor: str | None, *,
                  max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
         """Non-blocking: the lines after ``cursor`` (None: from the start, or only the last
         ``tail_lines``). This default re-reads ``logs()`` and skips what the cursor (a line
@@ -90,19 +91,19 @@ class Backend(abc.ABC):
         end = picked[-1][0] if picked else start
         return LogChunk([(line, str(i)) for i, line in picked], str(end), end >= len(lines))
 
-    def capacity(self, spec: "TrainSpec | None" = None) -> dict[str, int]:
+    def capacity(self, spec: TrainSpec | None = None) -> dict[str, int]:
         """What a launch form may offer: ``processes`` (most ranks), ``gpus`` (GPUs in all),
         ``gpus_per_process`` (most GPUs one rank can get). A backend that cannot tell says 1/0/0."""
         return {"processes": 1, "gpus": 0, "gpus_per_process": 0}
 
-    def datasets(self, spec: "TrainSpec | None" = None) -> list[str]:
+    def datasets(self, spec: TrainSpec | None = None) -> list[str]:
         """Datasets a launch form can offer (local directories, or PVC names on a cluster)."""
         return []
 
-    def stop_leftovers(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+    def stop_leftovers(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Stop whatever still runs of a job whose outcome is already final (rank processes a
         killed supervisor left behind). Never deletes the job or changes its recorded outcome;
         ``Job.cancel`` calls it whatever the registry says. Default: nothing to stop."""
 
-    def suspend(self, spec: "TrainSpec", handle: dict[str, Any]) -> None:
+    def suspend(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot suspend jobs")

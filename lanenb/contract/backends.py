@@ -7,11 +7,11 @@ The registry knows names and factories, not the interface (``lanenb.contract.bac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Union
-
-from lanenb_trainer.errors import UserError
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lanenb.plugins import Registry
+from lanenb_trainer.errors import UserError
 
 if TYPE_CHECKING:
     from lanenb.contract.backend import Backend
@@ -27,17 +27,17 @@ class BackendError(UserError, ValueError):
 
 # name -> factory, or "module:attribute" resolved on first use (the one generic registry,
 # shared with lanenb.snapshots)
-_BACKENDS: "Registry[Backend]" = Registry("backend", {
+_BACKENDS: Registry[Backend] = Registry("backend", {
     "local": "lanenb.backends.local:LocalBackend",
     "kubernetes": "lanenb.backends.kubernetes:KubernetesBackend",
     "kubernetes-fetch": "lanenb.backends.fetch:KubernetesFetchBackend",  # dataset fetch Jobs
 }, error=BackendError)
-_REGISTRY: dict[str, Union[Factory, str]] = _BACKENDS.entries
+_REGISTRY: dict[str, Factory | str] = _BACKENDS.entries
 # backends whose jobs run another spec than TrainSpec: found by get_job, never offered for training
 _NOT_FOR_TRAINING = {"kubernetes-fetch"}
 
 
-def register_backend(name: str, factory: Union[Factory, str], *, trains: bool = True) -> None:
+def register_backend(name: str, factory: Factory | str, *, trains: bool = True) -> None:
     """Make ``name`` usable in ``TrainSpec(backend=name)``; ``factory`` may be a
     "module:attribute" string to defer the import. ``trains=False``: a backend that runs
     other jobs (its own spec type, see ``Backend.spec_from_dict``), left out of
@@ -55,7 +55,7 @@ def _resolve(name: str) -> Factory:
     return _BACKENDS.resolve(name)
 
 
-def get_backend(name: str, **opts: Any) -> "Backend":
+def get_backend(name: str, **opts: Any) -> Backend:
     backend = _resolve(name)(**opts)
     if not getattr(backend, "name", ""):
         backend.name = name

@@ -65,7 +65,7 @@ class JobStatus:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "JobStatus":
+    def from_dict(cls, data: dict[str, Any]) -> JobStatus:
         known = {k: data[k] for k in ("state", "reason", "message", "started", "finished", "ranks", "exit_code") if k in data}
         return cls(**known)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
-
-from lanenb_trainer.errors import UserError
+from typing import Any
 
 from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb_trainer.errors import UserError
 
 __all__ = ["Problem", "validate"]
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lanenb_trainer.events import Event
-
 from lanenb.contract.backend import LogChunk, LogLine
-from lanenb.errors import SpecError
 from lanenb.contract.status import JobStatus
+from lanenb.errors import SpecError
+from lanenb_trainer.events import Event
 
 if TYPE_CHECKING:
     from lanenb.jobs.job import Job
@@ -65,7 +64,7 @@ def _state_key(status: JobStatus) -> str:
     return f"{status.state.value}:{status.reason or ''}".replace("|", "/")
 
 
-def poll(job: "Job", cursor: str | None = None, *, max_lines: int = 5000,
+def poll(job: Job, cursor: str | None = None, *, max_lines: int = 5000,
          tail_lines: int | None = None) -> UpdateBatch:
     """See ``Job.poll``. Status is read before the log, so a final status plus a complete log
     chunk means every line written before the end is in this batch or an earlier one."""

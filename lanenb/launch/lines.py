@@ -31,7 +31,7 @@ def looks_like_error(text: str) -> bool:
     (``ERROR ...``, ``...Error: ...``, mpirun's ``... error: ...``), never an event line."""
     t = text.lstrip()
     return (t.startswith(("Traceback (most recent call last)", "ERROR", "Error:", "RuntimeError"))
-            or "error:" in t[:80].lower() and not t.startswith("@lanenb"))
+            or ("error:" in t[:80].lower() and not t.startswith("@lanenb")))
 
 
 @dataclass(frozen=True, init=False, slots=True)
@@ -54,10 +54,10 @@ class LogLine:
     text: str
     source: str
     stream: str
-    _event: Event | None | _Unparsed = field(init=False, repr=False, compare=False)
+    _event: Event | _Unparsed | None = field(init=False, repr=False, compare=False)
 
     def __init__(self, rank: int | None, text: str, source: str = "launcher", stream: str = "stdout",
-                 event: Event | None | _Unparsed = _Unparsed.TOKEN) -> None:
+                 event: Event | _Unparsed | None = _Unparsed.TOKEN) -> None:
         object.__setattr__(self, "rank", rank)
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "source", source)

@@ -9,8 +9,6 @@ notebook kernel restart does not kill it and Ctrl-C/cancel reaches every rank),
 
 from __future__ import annotations
 
-from lanenb_trainer.errors import UserError
-
 import os
 import re
 import shutil
@@ -20,11 +18,13 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, Any
 
-from lanenb.launch.procs import send_signal, terminate
 from lanenb.launch.lines import LogLine, iter_output
 from lanenb.launch.lines import TaggedOutputParser as TaggedOutputParser  # re-exported: it was defined here
+from lanenb.launch.procs import send_signal, terminate
+from lanenb_trainer.errors import UserError
 
 TRAINER_MODULE = "lanenb_trainer"
 # Variables every rank needs, exported with -x (remote ranks only see what is exported).

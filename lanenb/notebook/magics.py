@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
-from IPython.utils.process import arg_split
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
+from IPython.utils.process import arg_split
 
-from lanenb.errors import UserError
-from lanenb.jobs import Job, get_job, list_jobs, submit
-from lanenb.commands.arguments import add_job_arguments, spec_from_args
 from lanenb.analysis.runstate import format_duration
 from lanenb.analysis.summary import job_summaries
+from lanenb.commands.arguments import add_job_arguments, spec_from_args
+from lanenb.errors import UserError
+from lanenb.jobs import Job, get_job, list_jobs, submit
 from lanenb.tables import Table
 
 __all__ = ["LaneMagics", "load_ipython_extension", "train_parser", "resolve_job"]
@@ -267,7 +268,7 @@ class LaneMagics(Magics):
     @magic_arguments()
     @argument("job", help="job name or a variable holding a Job")
     @_user_errors
-    def laneshow(self, line: str) -> "Any":
+    def laneshow(self, line: str) -> Any:
         """Show (or re-attach) the live view of a job, e.g. after a kernel restart."""
         args = parse_argstring(self.laneshow, line)
         job = resolve_job(args.job, self.shell.user_ns)
@@ -375,7 +376,7 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext lanenb``: register the magics; import the widget and chart libraries now so
     the first ``%lanetrain`` returns at once."""
     import ipywidgets  # noqa: F401
-    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.backends.backend_agg
     import matplotlib.figure  # noqa: F401
 
     import lanenb.notebook.view  # noqa: F401

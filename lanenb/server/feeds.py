@@ -19,7 +19,8 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.runstate import RunState
@@ -74,7 +75,7 @@ class JobFeed:
         clock: monotonic seconds (a test's fake clock).
     """
 
-    def __init__(self, job: "Job", *, keep: int = MAX_LINES, tick_s: float = TICK_S,
+    def __init__(self, job: Job, *, keep: int = MAX_LINES, tick_s: float = TICK_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.job = job
         self.state = RunState(max_points=MAX_POINTS, max_log_lines=1)  # the log pane is fed from updates

@@ -14,17 +14,17 @@ import asyncio
 import functools
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado.ioloop import IOLoop
 
+import lanenb.server.api as api
 from lanenb.errors import UserError
 from lanenb.jobs import JobNotFoundError
-
-import lanenb.server.api as api
 
 __all__ = ["setup_handlers", "NAMESPACE"]
 

@@ -7,9 +7,20 @@ import sys
 
 import pytest
 
-from lanenb.jobs import (Backend, BackendError, JobState, JobStatus, LogLine, TrainSpec, available_backends,
-                         get_backend, get_job, register_backend, submit)
 from lanenb.contract.backends import _REGISTRY
+from lanenb.jobs import (
+    Backend,
+    BackendError,
+    JobState,
+    JobStatus,
+    LogLine,
+    TrainSpec,
+    available_backends,
+    get_backend,
+    get_job,
+    register_backend,
+    submit,
+)
 
 
 def test_unknown_backend_lists_the_known_ones():

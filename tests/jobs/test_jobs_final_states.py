@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from lanenb.backends.local.backend import LocalBackend
 from lanenb.cli import main
 from lanenb.jobs import Job, JobRegistry, JobState, TrainSpec, get_job
-from lanenb.backends.local.backend import LocalBackend
 
 
 def _fresh_python(code: str) -> None:

@@ -169,8 +169,8 @@ def test_list_jobs_and_duplicate_names(tiny_job, tmp_path):
 
 
 def test_a_submit_that_failed_to_start_frees_its_name(tmp_path, monkeypatch):
-    from lanenb.jobs import JobRegistry
     from lanenb.backends.local import backend as local
+    from lanenb.jobs import JobRegistry
 
     def broken_popen(*args, **kwargs):
         raise OSError("no more processes")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from lanenb_trainer.events import parse_line
 from polling import alive, wait_for
 
 from lanenb.jobs import JobRegistry, JobState, get_job
+from lanenb_trainer.events import parse_line
 
 
 def _started_ranks(job, pid_dir: Path) -> list[int]:

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.slow
 
 def _trainer_ready() -> bool:
     try:
-        from lanenb_trainer.models import build_model  # noqa: F401
         import lanenb_trainer.train  # noqa: F401
+        from lanenb_trainer.models import build_model  # noqa: F401
     except ImportError:
         return False
     return True

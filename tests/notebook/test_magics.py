@@ -7,10 +7,10 @@ import argparse
 
 import pytest
 from IPython.core.error import UsageError
-
-from lanenb.jobs import JobState, get_job, list_jobs
-from lanenb.commands.arguments import JOB_FLAGS, add_job_arguments
 from notebook_support import training_script
+
+from lanenb.commands.arguments import JOB_FLAGS, add_job_arguments
+from lanenb.jobs import JobState, get_job, list_jobs
 
 
 def usage(ip, magic: str, line: str, cell: str | None = None) -> str:

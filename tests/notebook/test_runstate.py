@@ -6,10 +6,10 @@ import tracemalloc
 
 import pytest
 
-from lanenb.contract.backend import LogLine
 from lanenb.analysis.runstate import RunState
 from lanenb.analysis.series import BucketSeries
-from lanenb_trainer.events import parse_line, format_event
+from lanenb.contract.backend import LogLine
+from lanenb_trainer.events import format_event, parse_line
 
 
 def ev(kind: str, rank: int = 0, t: float = 0.0, **fields):

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from notebook_support import training_script
 
 from lanenb.analysis.runstate import tail_state
 from lanenb.jobs import JobState, SpecError, TrainSpec, get_job, submit
-from notebook_support import training_script
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "k8s"))
 
@@ -72,7 +72,7 @@ def test_tail_state_reads_only_the_end_of_a_long_log(scripted):
 
 
 def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
-    from k8s_harness import add_pvc, warm_up  # noqa: E402
+    from k8s_harness import add_pvc, warm_up
 
     thread, fake = cluster
     code = ("import sys, time\n"

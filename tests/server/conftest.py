@@ -12,8 +12,8 @@ import pytest
 # pytest-jupyter's fixtures and its coroutine-test hooks, imported here rather than named in
 # ``pytest_plugins`` (which pytest only allows in the root conftest, where they would wrap
 # every test of the suite): conftest hooks and fixtures apply to this folder alone.
-from pytest_jupyter.jupyter_core import *  # noqa: E402,F401,F403
-from pytest_jupyter.jupyter_server import *  # noqa: E402,F401,F403
+from pytest_jupyter.jupyter_core import *  # noqa: F403
+from pytest_jupyter.jupyter_server import *  # noqa: F403
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

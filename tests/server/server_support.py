@@ -19,8 +19,8 @@ __all__ = ["register_scripted", "launch", "body_of", "training_script"]
 
 def register_scripted(tmp_path: Path, steps: list[dict], name: str = "script") -> str:
     """Register backend ``scripted`` replaying ``steps``; returns the dataset dir to pass."""
-    from lanenb.contract.backends import register_backend
     from lanenb.backends.local.backend import LocalBackend
+    from lanenb.contract.backends import register_backend
 
     script = run_script(steps, tmp_path / f"{name}.jsonl")
     program = [sys.executable, str(NOTEBOOK_TESTS / "scripted_rank.py"), str(script)]

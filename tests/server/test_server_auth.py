@@ -8,9 +8,8 @@ import json
 import urllib.parse
 
 import pytest
-from tornado.httpclient import HTTPClientError
-
 from server_support import body_of
+from tornado.httpclient import HTTPClientError
 
 ROUTES = [("GET", "lanenb/jobs"), ("GET", "lanenb/jobs/x"), ("GET", "lanenb/jobs/x/updates"),
           ("GET", "lanenb/jobs/x/metrics"), ("POST", "lanenb/jobs/x/stop"), ("GET", "lanenb/snapshots"),

@@ -35,7 +35,7 @@ class GrowingJob:
         self.polls = 0
 
     @property
-    def backend(self) -> "GrowingJob":
+    def backend(self) -> GrowingJob:
         return self
 
     def status(self) -> JobStatus:

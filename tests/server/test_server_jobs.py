@@ -10,10 +10,10 @@ import json
 import time
 
 import pytest
+from server_support import body_of, launch, training_script
 from tornado.httpclient import HTTPClientError
 
 from lanenb.jobs import JobState, get_job
-from server_support import body_of, launch, training_script
 
 pytestmark = pytest.mark.usefixtures("mpirun", "scripted_cleanup")
 

@@ -8,10 +8,10 @@ import json
 import shutil
 
 import pytest
+from server_support import body_of
 from tornado.httpclient import HTTPClientError
 
 import lanenb.snapshots as snaps
-from server_support import body_of
 
 
 @pytest.fixture

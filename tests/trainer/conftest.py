@@ -8,4 +8,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from trainer_support import synth_root  # noqa: E402,F401
+from trainer_support import synth_root  # noqa: F401

@@ -6,6 +6,7 @@ import pathlib
 
 import pytest
 import torch
+
 from lanenb_trainer import checkpoint
 from lanenb_trainer.checkpoint import CheckpointError
 from lanenb_trainer.models import build_model

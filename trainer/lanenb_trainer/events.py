@@ -16,9 +16,10 @@ import math
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, TextIO
 
 PREFIX = "@lanenb "
 SCHEMA_VERSION = 1

@@ -8,7 +8,8 @@ so a crashed rank never waits for it.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -35,7 +36,7 @@ class SystemMonitor:
             pynvml.nvmlInit()
             self._gpu = pynvml.nvmlDeviceGetHandleByIndex(self.gpu_index)
             self._nvml = pynvml
-        except Exception:  # noqa: BLE001 - no driver: CPU/RSS only
+        except Exception:
             self._nvml = None
 
     def sample(self) -> dict[str, Any]:
@@ -58,7 +59,7 @@ class SystemMonitor:
                     gpu_mem_total_mb=round(mem.total / 2**20, 1),
                     gpu_temp_c=nv.nvmlDeviceGetTemperature(self._gpu, nv.NVML_TEMPERATURE_GPU),
                 )
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         return fields
 
@@ -69,10 +70,10 @@ class SystemMonitor:
         while not self._stop.wait(self.interval):
             try:
                 self._emit("system", self.rank, **self.sample())
-            except Exception:  # noqa: BLE001 - monitoring must never kill training
+            except Exception:
                 pass
 
-    def start(self) -> "SystemMonitor":
+    def start(self) -> SystemMonitor:
         self._thread = threading.Thread(target=self._run, name="lanenb-system-monitor", daemon=True)
         self._thread.start()
         return self
@@ -84,5 +85,5 @@ class SystemMonitor:
         if self._nvml is not None:
             try:
                 self._nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass

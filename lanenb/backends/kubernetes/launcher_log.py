@@ -10,7 +10,8 @@ backend's (``lanenb.launch.lines.TaggedOutputParser``), as the same ``LogLine`` 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from lanenb.backends.kubernetes.manifests import JOB_NAME_LABEL, JOB_ROLE_LABEL
 from lanenb.kube.client import Clients

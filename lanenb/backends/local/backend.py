@@ -25,24 +25,23 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import psutil
 
-from lanenb_trainer.config import parse_config
-from lanenb_trainer.atomic import write_json
-from lanenb_trainer.events import parse_line
-
+from lanenb.backends.local.discovery import data_roots, find_datasets, local_gpu_count
+from lanenb.backends.local.logfile import follow_lines, read_chunk, tail_text
+from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME
+from lanenb.contract.backend import Backend, LogChunk, LogLine
+from lanenb.contract.status import JobState, JobStatus
+from lanenb.home import make_private_dir
 from lanenb.launch import procs, rankguard
 from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
-
-from lanenb.home import make_private_dir
-from lanenb.contract.status import JobState, JobStatus
-from lanenb.contract.backend import Backend, LogChunk, LogLine
-from lanenb.backends.local.logfile import follow_lines, read_chunk, tail_text
-from lanenb.backends.local.discovery import data_roots, find_datasets, local_gpu_count
-from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME
+from lanenb_trainer.atomic import write_json
+from lanenb_trainer.config import parse_config
+from lanenb_trainer.events import parse_line
 
 # data_roots, find_datasets, local_gpu_count: re-exported (they were defined here)
 __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]

@@ -14,12 +14,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from lanenb_trainer.ranktag import read_tag
-
 from lanenb.backends.local.supervise import SUPERVISOR_PREFIX
 from lanenb.contract.backend import LogChunk
 from lanenb.errors import SpecError
 from lanenb.launch.lines import LogLine
+from lanenb_trainer.ranktag import read_tag
 
 __all__ = ["READ_LIMIT", "follow_lines", "read_chunk", "tail_text", "to_log_line"]
 

@@ -10,8 +10,9 @@ accuracy and the code version, and recorded in the job registry (``Job.snapshots
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lanenb.snapshots.base import Snapshot, check_labels
 from lanenb.version import __version__
@@ -40,7 +41,6 @@ def snapshot_run(job: str, volumes: dict[str, str], *, run_dir: str | Path | Non
     supervisor reports it in the job log; the run itself stays succeeded).
     """
     from lanenb.registry.jobs import JobRegistry
-
     from lanenb.snapshots import get_store
 
     store = get_store("local")

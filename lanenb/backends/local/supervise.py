@@ -48,13 +48,13 @@ from pathlib import Path
 from typing import IO, Any
 
 import psutil
-from lanenb_trainer.atomic import write_json
-from lanenb_trainer.events import PREFIX as EVENT_PREFIX
-from lanenb_trainer.ranktag import tag_line
 
 from lanenb.launch import procs
 from lanenb.launch.lines import iter_output
 from lanenb.launch.mpirun import stop_ranks
+from lanenb_trainer.atomic import write_json
+from lanenb_trainer.events import PREFIX as EVENT_PREFIX
+from lanenb_trainer.ranktag import tag_line
 
 LOG_NAME = "job.log"
 EXIT_NAME = "exit.json"
@@ -216,9 +216,8 @@ def _write_exit(run_dir: Path, info: dict[str, Any]) -> None:
 def _snapshot(log: JobLog, run_dir: Path, job: str, volumes: dict[str, str]) -> Any:
     """``--snapshot``: snapshot the volumes after a successful run (lanenb.backends.local.snapshot_run) and
     put a ``snapshot`` event in the log for every one; a failure is reported, not raised."""
-    from lanenb_trainer.events import format_event
-
     from lanenb.backends.local.snapshot_run import snapshot_run
+    from lanenb_trainer.events import format_event
 
     try:
         made = snapshot_run(job, volumes, run_dir=run_dir, say=log.say)
@@ -264,7 +263,7 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
             try:
                 stopper.child = subprocess.Popen(
                     list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, preexec_fn=functools.partial(_die_with_supervisor, os.getpid()))  # noqa: PLW1509 (no threads yet)
+                    env=env, preexec_fn=functools.partial(_die_with_supervisor, os.getpid()))
             except (OSError, subprocess.SubprocessError) as exc:
                 log.say(f"could not start {argv[0]!r}: {exc}")
                 info.update(returncode=127, error=str(exc))

@@ -179,7 +179,7 @@ def colour_matrix(params: AugmentParams | None = None,
     return np.concatenate([lin, off[:, None]], axis=1).astype(np.float32)
 
 
-def apply_colour(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
+def apply_colour(bgr: np.ndarray, matrix: np.ndarray) -> torch.Tensor:
     """uint8 HxWx3 BGR -> float32 3xHxW tensor via a 3x4 colour matrix, in one matmul.
 
     The matmul writes channel-first memory directly, so no HWC->CHW copy follows.
@@ -193,7 +193,7 @@ def apply_colour(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
     return torch.addmm(off, mat, pix.T).view(3, h, w)
 
 
-def apply_colour_uint8(bgr: np.ndarray, matrix: np.ndarray) -> "torch.Tensor":
+def apply_colour_uint8(bgr: np.ndarray, matrix: np.ndarray) -> torch.Tensor:
     """uint8 HxWx3 BGR -> uint8 3xHxW RGB, jitter applied (saturating), in one ``cv2.transform``.
 
     Loader workers ship uint8: a quarter of the bytes of float32 and no per-pixel float work on
@@ -214,7 +214,7 @@ def drop_pad_channel(img: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(img, cv2.COLOR_BGRA2BGR) if img.ndim == 3 and img.shape[2] == 4 else img
 
 
-def prepare_frame(bgr: np.ndarray, out_hw: tuple[int, int]) -> "torch.Tensor":
+def prepare_frame(bgr: np.ndarray, out_hw: tuple[int, int]) -> torch.Tensor:
     """An unaugmented frame as the network sees it: uint8 3xHxW RGB at ``out_hw``.
 
     The evaluation path of ``TuSimpleDataset`` (no augmentation: a plain resize) and
@@ -228,8 +228,8 @@ def prepare_frame(bgr: np.ndarray, out_hw: tuple[int, int]) -> "torch.Tensor":
     return apply_colour_uint8(warped, colour_matrix(None, normalise=False))
 
 
-def normalize_images(images: "torch.Tensor", mean: tuple[float, float, float] = IMAGENET_MEAN,
-                     std: tuple[float, float, float] = IMAGENET_STD) -> "torch.Tensor":
+def normalize_images(images: torch.Tensor, mean: tuple[float, float, float] = IMAGENET_MEAN,
+                     std: tuple[float, float, float] = IMAGENET_STD) -> torch.Tensor:
     """uint8 [N,3,H,W] RGB batch -> ImageNet-normalised float32, on the batch's device."""
     import torch
 

@@ -21,8 +21,8 @@ augmentation and the loader are the TuSimple ones.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 

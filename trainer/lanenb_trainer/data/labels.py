@@ -14,17 +14,17 @@ The reader and the checker run the *same* validation code so a dataset that pass
 
 from __future__ import annotations
 
-from ..errors import UserError
-
 import json
 import os
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import cv2
 import numpy as np
+
+from ..errors import UserError
 
 __all__ = [
     "LaneRecord",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
-from typing import Iterator, Sized
+from collections.abc import Iterator, Sized
 
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler

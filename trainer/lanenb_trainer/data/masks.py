@@ -19,7 +19,7 @@ original geometry and stay consistent whatever augmentation follows.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import cv2
 import numpy as np

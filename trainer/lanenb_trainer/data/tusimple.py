@@ -28,12 +28,21 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from .augment import (AugmentConfig, affine_matrix, apply_affine, apply_colour, apply_colour_uint8,
-                      colour_matrix, crop_resize_window, drop_pad_channel, frame_rng, prepare_frame,
-                      sample_params)
+from .augment import (
+    AugmentConfig,
+    affine_matrix,
+    apply_affine,
+    apply_colour,
+    apply_colour_uint8,
+    colour_matrix,
+    crop_resize_window,
+    drop_pad_channel,
+    frame_rng,
+    prepare_frame,
+    sample_params,
+)
 from .labels import LabelError, LaneRecord, Problem, load_image
-from .masks import (assign_slots, default_thickness, existence_from_points, lane_runs, mirror_slots,
-                    render_mask)
+from .masks import assign_slots, default_thickness, existence_from_points, lane_runs, mirror_slots, render_mask
 from .splits import load_split
 
 try:  # libjpeg-turbo with SIMD, about 2x faster than cv2.imread on the same JPEG

@@ -4,9 +4,19 @@ Lives in the trainer package because the cluster fetch Job runs it in the traine
 (``python -m lanenb_trainer.datasets.fetch``); ``lanenb.datasets`` re-exports it for notebooks.
 """
 
-from .errors import (ChecksumError, CorruptArchiveError, DestinationError, DiskFullError, FetchError,
-                     IncompleteDatasetError, NetworkError, SizeMismatchError, SourceNotFoundError,
-                     UnknownDatasetError, UnsafeArchiveError)
+from .errors import (
+    ChecksumError,
+    CorruptArchiveError,
+    DestinationError,
+    DiskFullError,
+    FetchError,
+    IncompleteDatasetError,
+    NetworkError,
+    SizeMismatchError,
+    SourceNotFoundError,
+    UnknownDatasetError,
+    UnsafeArchiveError,
+)
 from .sources import SOURCES, Archive, DatasetSource, get_source
 
 __all__ = [

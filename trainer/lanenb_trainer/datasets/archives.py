@@ -25,8 +25,8 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .errors import CorruptArchiveError, DiskFullError, UnsafeArchiveError
 from .progress import Progress

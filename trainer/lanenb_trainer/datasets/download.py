@@ -15,9 +15,9 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 from urllib.parse import unquote, urlparse
 
 from .errors import ChecksumError, DiskFullError, NetworkError, SizeMismatchError, SourceNotFoundError
@@ -81,7 +81,7 @@ def _verify(path: Path, archive: Archive, sha: str) -> None:
         raise _UrlFailed("checksum", f"sha256 {sha}, expected {archive.sha256}")
 
 
-def _hasher_of(part: Path) -> "hashlib._Hash":
+def _hasher_of(part: Path) -> hashlib._Hash:
     h = hashlib.sha256()
     if part.exists():
         with open(part, "rb") as fh:

@@ -24,15 +24,22 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..atomic import write_json
 from .archives import extract
 from .download import download
-from .errors import (CorruptArchiveError, DestinationError, FetchError, IncompleteDatasetError,
-                     SourceNotFoundError, UnsafeArchiveError)
+from .errors import (
+    CorruptArchiveError,
+    DestinationError,
+    FetchError,
+    IncompleteDatasetError,
+    SourceNotFoundError,
+    UnsafeArchiveError,
+)
 from .progress import LineProgress, ProgressArg, make_progress
 from .sources import Archive, DatasetSource, archive_urls, config_mirrors, get_source, load_config, pinned
 

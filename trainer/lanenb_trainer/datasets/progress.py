@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, Protocol, TextIO, Union
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO, Union
 
 __all__ = ["LineProgress", "Progress", "ProgressCallback", "format_bytes", "make_progress"]
 

@@ -22,7 +22,7 @@ def horovod_available() -> bool:
         return False
     try:
         import horovod.torch  # noqa: F401
-    except Exception:  # noqa: BLE001 - a broken build raises all kinds of errors
+    except Exception:
         return False
     return True
 

@@ -34,7 +34,7 @@ class Engine(ABC):
 
     # -- set-up ---------------------------------------------------------------------------
     @abstractmethod
-    def init(self) -> "Engine":
+    def init(self) -> Engine:
         """Join the world; sets rank, world_size, local_rank, local_size and device."""
 
     def _pick_device(self) -> None:
@@ -53,7 +53,7 @@ class Engine(ABC):
 
     # -- per step -------------------------------------------------------------------------
     def backward_step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer,
-                      scaler: "torch.amp.GradScaler | None" = None) -> None:
+                      scaler: torch.amp.GradScaler | None = None) -> None:
         """Backward, gradient exchange and optimizer step (AMP-aware)."""
         optimizer.zero_grad(set_to_none=True)
         if scaler is not None:

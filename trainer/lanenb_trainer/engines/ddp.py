@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -48,7 +49,7 @@ def ranks_from_env(env: Mapping[str, str] | None = None) -> tuple[int, int, int,
 class DDPEngine(Engine):
     name = "ddp"
 
-    def init(self) -> "DDPEngine":
+    def init(self) -> DDPEngine:
         self.rank, self.world_size, self.local_rank, self.local_size = ranks_from_env()
         self._pick_device()
         if self.world_size > 1 and not dist.is_initialized():

@@ -16,7 +16,7 @@ from lanenb_trainer.engines.base import Engine
 class HorovodEngine(Engine):
     name = "horovod"
 
-    def init(self) -> "HorovodEngine":
+    def init(self) -> HorovodEngine:
         import horovod.torch as hvd
 
         self.hvd = hvd

@@ -20,9 +20,9 @@ exact bitmask dynamic programme (same optimum; frames have a handful of lanes).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import cv2
 import numpy as np

@@ -4,14 +4,15 @@ half-written submission behind)."""
 
 from __future__ import annotations
 
-from ..errors import UserError
-
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from lanenb_trainer.atomic import atomic_open
+
+from ..errors import UserError
 
 
 class EvalError(UserError, ValueError):

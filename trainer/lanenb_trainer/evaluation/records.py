@@ -7,7 +7,8 @@ detailed search for *which* value is bad runs only once something failed.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

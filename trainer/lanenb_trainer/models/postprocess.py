@@ -11,7 +11,8 @@ are dropped so they cannot cost false positives.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -15,8 +15,9 @@ downloaded: the user passes the file. Key mapping:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 import torch.nn as nn

@@ -31,7 +31,7 @@ backward's ``G[prev] += conv^T(...)``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -105,7 +105,7 @@ def _pack(weight: torch.Tensor, image_shape: Sequence[int], groups: int) -> torc
             or not torch.backends.mkldnn.is_available():
         return None
     try:
-        _ = torch.ops.mkldnn._convolution_pointwise  # noqa: F841 (resolves the op or raises)
+        _ = torch.ops.mkldnn._convolution_pointwise
         return torch._C._nn.mkldnn_reorder_conv2d_weight(
             weight.contiguous().to_mkldnn(), [0, 0], [1, 1], [1, 1], groups, list(image_shape))
     except (AttributeError, RuntimeError):
