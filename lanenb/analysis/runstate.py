@@ -79,7 +79,8 @@ class RunState:
     epochs_hist: dict[str, BucketSeries] = field(default_factory=dict)
     system: dict[int, dict[str, BucketSeries]] = field(default_factory=dict)
     system_last: dict[int, dict[str, Any]] = field(default_factory=dict)
-    logs: collections.deque = field(default=None)  # type: ignore[assignment]
+    # bounded at max_log_lines by __post_init__ (a default cannot see max_log_lines)
+    logs: collections.deque[LogLine] = field(default_factory=collections.deque)
     lines_seen: int = 0
     events_seen: int = 0
     _rate: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_RATE_WINDOW), repr=False)
@@ -87,8 +88,8 @@ class RunState:
     def __post_init__(self) -> None:
         if not isinstance(self.max_log_lines, int) or self.max_log_lines < 1:
             raise ValueError(f"max_log_lines={self.max_log_lines!r}: must be an integer >= 1")
-        if self.logs is None:
-            self.logs = collections.deque(maxlen=self.max_log_lines)
+        if self.logs.maxlen is None:
+            self.logs = collections.deque(self.logs, maxlen=self.max_log_lines)
 
     # ------------------------------------------------------------------ folding
     def _series(self, table: dict[str, BucketSeries], name: str) -> BucketSeries:

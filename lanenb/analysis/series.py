@@ -69,8 +69,11 @@ class BucketSeries:
             maxs.append(max(self._max[i], self._max[i + 1]))
             ns.append(self._n[i] + self._n[i + 1])
         if len(self._n) % 2:
-            xs.append(self._x[-1]); sums.append(self._sum[-1]); mins.append(self._min[-1])
-            maxs.append(self._max[-1]); ns.append(self._n[-1])
+            xs.append(self._x[-1])
+            sums.append(self._sum[-1])
+            mins.append(self._min[-1])
+            maxs.append(self._max[-1])
+            ns.append(self._n[-1])
         self._x, self._sum, self._min, self._max, self._n = xs, sums, mins, maxs, ns
         self.width *= 2
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
+    from lanenb.jobs.job import Job
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,7 +48,7 @@ def _fmt_time(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
 
-def _get(name: str):
+def _get(name: str) -> Job | None:
     from lanenb.jobs import JobNotFoundError, get_job
 
     try:
@@ -89,7 +90,8 @@ def _list(args: argparse.Namespace) -> int:
     width = max(len(r["name"]) for r in rows)
     print(f"{'NAME':<{width}}  {'BACKEND':<10}  {'STATE':<10}  {'CREATED':<19}  RUN DIR")
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['backend']:<10}  {r['state']:<10}  {_fmt_time(r['created']):<19}  {r['run_dir'] or '-'}")
+        print(f"{r['name']:<{width}}  {r['backend']:<10}  {r['state']:<10}  {_fmt_time(r['created']):<19}  "
+              f"{r['run_dir'] or '-'}")
     return 0
 
 

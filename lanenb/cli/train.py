@@ -11,7 +11,8 @@ import datetime as _dt
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from lanenb.analysis.event_text import event_text
 from lanenb.commands.arguments import add_job_arguments, spec_from_args
@@ -20,6 +21,12 @@ from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine
 from lanenb.launch.mpirun import LaunchError, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from lanenb.jobs.job import Job
+    from lanenb_trainer.events import Event
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,7 +65,7 @@ class ConsoleRenderer:
         self.out = out
         self.show_system = show_system
         self.raw = raw
-        self.bar = None
+        self.bar: tqdm[Any] | None = None  # the progress bar, on a terminal once the run has started
         self.total_steps: int | None = None
         self.end_status: str | None = None
         self.errors: list[LogLine] = []
@@ -91,7 +98,7 @@ class ConsoleRenderer:
         if text:
             self._write(f"[{line.rank if line.rank is not None else ev.rank}] {text}")
 
-    def _start_bar(self, ev) -> None:
+    def _start_bar(self, ev: Event) -> None:
         self.total_steps = ev.get("total_steps")
         if self.tty and self.total_steps:
             from tqdm import tqdm
@@ -116,7 +123,7 @@ def _stop_on_sigterm() -> None:
     import signal
     import threading
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> NoReturn:
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
@@ -140,7 +147,7 @@ def launch_in_console(cfg: TrainConfig, processes: int, renderer: ConsoleRendere
         renderer.close()
 
 
-def follow_job(job, renderer: ConsoleRenderer) -> int:
+def follow_job(job: Job, renderer: ConsoleRenderer) -> int:
     """Print a submitted job's log through ``renderer`` until it ends; Ctrl-C detaches."""
     try:
         for update in job.updates():

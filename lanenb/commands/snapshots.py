@@ -9,7 +9,7 @@ registry's links (which job made it, and its accuracy).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, TypeVar
 
 from lanenb.snapshots.base import Snapshot, fmt_size
 from lanenb.tables import Table
@@ -17,7 +17,12 @@ from lanenb.tables import Table
 __all__ = ["add_snap_arguments", "run_snap", "versions_table", "job_of"]
 
 
-def add_snap_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+_Parser = TypeVar("_Parser", bound=argparse.ArgumentParser)
+
+
+def add_snap_arguments(parser: _Parser) -> _Parser:
+    """Add the snapshot actions to ``parser`` and return it, typed as given (``%lanesnap`` passes
+    IPython's ``MagicArgumentParser``, ``lanenb snap`` a plain one)."""
     parser.add_argument("--backend", default="local", help="snapshot store: local (default) | kubernetes")
     parser.add_argument("--namespace", default=None, help="Kubernetes namespace (kubernetes store)")
     parser.add_argument("--context", default=None, help="kubeconfig context (kubernetes store)")

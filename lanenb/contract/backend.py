@@ -52,7 +52,9 @@ class Backend(abc.ABC):
 
     def validate(self, spec: TrainSpec, run_dir: str | Path | None) -> None:
         """Raise ``ValueError`` for a spec this backend cannot run; called by ``submit``
-        before the job is recorded, so a rejected job leaves nothing behind."""
+        before the job is recorded, so a rejected job leaves nothing behind. Default: every
+        spec is fine (an optional hook, not abstract)."""
+        return None
 
     @abc.abstractmethod
     def submit(self, spec: TrainSpec, run_dir: str | Path | None) -> dict[str, Any]:
@@ -104,6 +106,7 @@ class Backend(abc.ABC):
         """Stop whatever still runs of a job whose outcome is already final (rank processes a
         killed supervisor left behind). Never deletes the job or changes its recorded outcome;
         ``Job.cancel`` calls it whatever the registry says. Default: nothing to stop."""
+        return None
 
     def suspend(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot suspend jobs")

@@ -66,7 +66,8 @@ class JobStatus:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobStatus:
-        known = {k: data[k] for k in ("state", "reason", "message", "started", "finished", "ranks", "exit_code") if k in data}
+        keys = ("state", "reason", "message", "started", "finished", "ranks", "exit_code")
+        known = {k: data[k] for k in keys if k in data}
         return cls(**known)
 
     def __str__(self) -> str:

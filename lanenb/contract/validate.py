@@ -54,8 +54,10 @@ def _unchecked(data: Mapping[str, Any]) -> TrainSpec:
             value = data[f.name]
         elif f.default is not dataclasses.MISSING:
             value = f.default
-        else:
-            value = f.default_factory()  # type: ignore[misc]
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:  # only ``dataset`` has no default, and ``validate`` always puts it in ``data``
+            raise TypeError(f"_unchecked: no value for {f.name!r} and no default")
         setattr(spec, f.name, value)
     return spec
 

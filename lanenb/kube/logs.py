@@ -20,7 +20,8 @@ from kubernetes.watch.watch import iter_resp_lines
 from lanenb.errors import SpecError
 from lanenb.kube.client import Clients, KubernetesAPIError, KubernetesUnreachableError, _is_transport_error
 
-__all__ = ["read_pod", "follow_pod_lines", "read_pod_lines", "read_pod_lines_after", "ts_key", "StampCursor"]
+__all__ = ["read_pod", "follow_pod_lines", "read_pod_lines", "read_pod_lines_after", "ts_key", "StampCursor",
+           "container_terminated"]
 
 POLL = 0.2  # seconds between looks while a pod is pending
 SKEW_MARGIN = 60  # seconds of log re-read after a reconnect (deduplicated by timestamp)
@@ -100,7 +101,7 @@ def _split_stamp(line: str) -> tuple[str | None, str]:
     return None, line
 
 
-def _container_terminated(pod: dict[str, Any] | None) -> bool:
+def container_terminated(pod: dict[str, Any] | None) -> bool:
     if pod is None:
         return True
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -175,7 +176,7 @@ def follow_pod_lines(
         except ApiException as exc:
             if exc.status == 400:  # still waiting to start
                 pod = refresh()
-                if _container_terminated(pod) or stop():
+                if container_terminated(pod) or stop():
                     return
                 time.sleep(POLL)
                 continue
@@ -209,5 +210,5 @@ def follow_pod_lines(
         finally:
             resp.release_conn()
         # A clean end of stream: the container ended, or the apiserver closed a long request.
-        if _container_terminated(refresh()):
+        if container_terminated(refresh()):
             return

@@ -58,7 +58,8 @@ def _rank_list(text: str) -> list[int]:
     try:
         counts = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of rank counts, e.g. 1,2,4")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of rank counts, e.g. 1,2,4") from None
     if not counts:
         raise argparse.ArgumentTypeError(f"{text!r} lists no rank count")
     return counts
@@ -142,15 +143,23 @@ def resolve_job(token: str, user_ns: dict[str, Any]) -> Job:
 class LaneMagics(Magics):
     """The lanenb magics; see each magic's ``?`` help."""
 
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        """The notebook's variables, where a job argument may name a variable holding a ``Job``."""
+        if self.shell is None:  # IPython always sets it when it registers the magics
+            raise RuntimeError("the lanenb magics run inside IPython: %load_ext lanenb")
+        return self.shell.user_ns
+
     @line_cell_magic
     @_user_errors
-    def lanetrain(self, line: str, cell: str | None = None) -> Job:
+    def lanetrain(self, line: str, cell: str | None = None) -> Job | None:
         # posix splitting, as a shell: -e USE_VAL="false" gives false, not '"false"' (runai commands quote)
         ns = _PARSER.parse_args(arg_split(line, posix=True))
         base = _yaml_spec(cell) if cell is not None else None
         spec = spec_from_args(ns, _PARSER, base)
         if ns.dry_run:
-            return _dry_run(spec)
+            _dry_run(spec)
+            return None
         from lanenb.notebook.view import JobView
 
         job = submit(spec)
@@ -198,7 +207,7 @@ class LaneMagics(Magics):
         args = parse_argstring(self.lanecompare, line)
         from lanenb.analysis.compare import compare
 
-        return compare([resolve_job(token, self.shell.user_ns) for token in args.runs])
+        return compare([resolve_job(token, self._user_ns) for token in args.runs])
 
     @line_magic
     @magic_arguments()
@@ -223,7 +232,7 @@ class LaneMagics(Magics):
     def lanelogs(self, line: str) -> None:
         """Print a job's log (``[rank] line``); ``-f`` follows it live."""
         args = parse_argstring(self.lanelogs, line)
-        job = resolve_job(args.job, self.shell.user_ns)
+        job = resolve_job(args.job, self._user_ns)
         rank: Any = "all"
         if args.rank is not None:
             if args.rank == "launcher":
@@ -256,7 +265,7 @@ class LaneMagics(Magics):
     def lanestop(self, line: str) -> None:
         """Cancel a job: every rank stops (locally SIGTERM then SIGKILL; on Kubernetes the MPIJob is deleted)."""
         args = parse_argstring(self.lanestop, line)
-        job = resolve_job(args.job, self.shell.user_ns)
+        job = resolve_job(args.job, self._user_ns)
         before = job.status()
         if before.state.finished:
             print(f"{job.name} had already ended: {before}")
@@ -271,7 +280,7 @@ class LaneMagics(Magics):
     def laneshow(self, line: str) -> Any:
         """Show (or re-attach) the live view of a job, e.g. after a kernel restart."""
         args = parse_argstring(self.laneshow, line)
-        job = resolve_job(args.job, self.shell.user_ns)
+        job = resolve_job(args.job, self._user_ns)
         from lanenb.notebook.view import JobView
 
         view = JobView(job, start=False)

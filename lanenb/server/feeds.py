@@ -46,7 +46,7 @@ def update_dict(update: Update) -> dict[str, Any]:
         out["status"] = update.status.to_dict()
     if update.line is not None:
         out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source}
-        text = update.line.text
+        text: str | None = update.line.text
         if update.event is not None:
             out["event"] = update.event.to_dict()
             text = event_text(update.event)
@@ -158,14 +158,14 @@ class JobFeed:
         """
         split_cursor(cursor)  # a foreign cursor is a SpecError before anything is read
         with self._lock:  # one thread at a time uses the job (its registry row, its backend)
-            if cursor is None and tail is None:
-                reply = self._own_read(None, max_lines)
-            else:
+            if cursor is None:
+                if tail is None:
+                    return self._own_read(None, max_lines)
                 self.refresh()
-                reply = self._tail(tail) if cursor is None else self._from_buffer(cursor, max_lines)
-                if reply is None:
-                    reply = self._own_read(cursor, max_lines)
-        return reply
+                return self._tail(tail)
+            self.refresh()
+            reply = self._from_buffer(cursor, max_lines)
+            return reply if reply is not None else self._own_read(cursor, max_lines)
 
     def _tail(self, lines: int) -> dict[str, Any]:
         recent = list(self._recent)

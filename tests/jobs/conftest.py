@@ -43,7 +43,8 @@ RANK_PROGRAM = textwrap.dedent(
             print(f"plain line {i} of rank {rank} " + "x" * 200, flush=True)
         time.sleep(delay)
     if mode == "fail" and rank == 1:
-        print("@lanenb " + json.dumps({"v": 1, "t": time.time(), "rank": 1, "kind": "error", "message": "loss is NaN"}), flush=True)
+        error = {"v": 1, "t": time.time(), "rank": 1, "kind": "error", "message": "loss is NaN"}
+        print("@lanenb " + json.dumps(error), flush=True)
         sys.exit(3)
     if rank == 0 and mode in ("ok", "chatty"):
         tmp = os.path.join(pid_dir, ".metrics.tmp")

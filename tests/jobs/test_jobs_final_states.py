@@ -130,7 +130,8 @@ def test_describe_redacts_rows_written_before_redaction(tmp_path):
     reg = JobRegistry(tmp_path / "jobs.sqlite3")
     reg.add("old", "local", {"dataset": "/d"}, None)
     with reg._write() as conn:  # a row as older lanenb versions stored it
-        conn.execute("UPDATE jobs SET spec=? WHERE name='old'", ('{"dataset": "/d", "env": {"DB_PASSWORD": "pw123456"}}',))
+        conn.execute("UPDATE jobs SET spec=? WHERE name='old'",
+                     ('{"dataset": "/d", "env": {"DB_PASSWORD": "pw123456"}}',))
     info = Job(reg.get("old"), reg).describe()
     assert info["spec"]["env"] == {"DB_PASSWORD": "<redacted>"}
 

@@ -32,7 +32,8 @@ def test_job_runs_logs_events_and_records_metrics(tiny_job):
     lines = list(job.logs())
     assert {ln.rank for ln in lines if ln.rank is not None} == {0, 1}
     assert {ln.source for ln in lines} == {"launcher", "supervisor"}
-    assert any(ln.rank == 1 and ln.text == "hello from rank 1 env=xyz token=missing" for ln in lines)  # spec.env reaches ranks
+    # spec.env reaches the ranks
+    assert any(ln.rank == 1 and ln.text == "hello from rank 1 env=xyz token=missing" for ln in lines)
     steps = [(ev.rank, ev["step"]) for ev in job.events()]
     assert sorted(steps) == sorted((r, s) for r in (0, 1) for s in range(4))
     assert [ln.text for ln in job.logs(worker=1) if ln.text.startswith("bye")] == ["bye from rank 1"]
@@ -164,7 +165,7 @@ def test_list_jobs_and_duplicate_names(tiny_job, tmp_path):
     assert [j.name for j in list_jobs()] == ["my-job"]
     with pytest.raises(JobExistsError, match="a job named 'my-job' already exists"):
         submit(TrainSpec(dataset=str(tmp_path), name="my-job"))
-    with pytest.raises(JobNotFoundError, match="no job named 'nope'.*recent jobs: my-job"):
+    with pytest.raises(JobNotFoundError, match=r"no job named 'nope'.*recent jobs: my-job"):
         get_job("nope")
 
 
@@ -199,3 +200,13 @@ def test_a_job_from_another_host_is_unknown_and_not_signalled(tmp_path):
     with pytest.raises(RuntimeError, match="job runs on host 'elsewhere-42'; cancel it from that machine"):
         backend.cancel(spec, handle)
     assert alive(os.getpid())
+
+
+def test_local_submit_without_a_run_dir_says_it_needs_one(tmp_path):
+    """``Backend.submit`` allows None (remote backends choose a path); the local backend needs a
+    directory here, and says so before it creates or starts anything."""
+    from lanenb.backends.local.backend import LocalBackend
+
+    with pytest.raises(TypeError, match="run_dir must be a path, not None"):
+        LocalBackend().submit(TrainSpec(dataset=str(tmp_path)), None)
+    assert list(tmp_path.iterdir()) == []

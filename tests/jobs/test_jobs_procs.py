@@ -37,7 +37,7 @@ def _start(tmp_path, name: str, mode: str) -> tuple[subprocess.Popen, psutil.Pro
 
 
 def test_terminate_sends_one_signal_then_kills_only_what_is_left(tmp_path):
-    polite, polite_ps = _start(tmp_path, "polite", "polite")
+    _polite, polite_ps = _start(tmp_path, "polite", "polite")
     stubborn, stubborn_ps = _start(tmp_path, "stubborn", "stubborn")
     told = []
     started = time.monotonic()
@@ -52,7 +52,7 @@ def test_terminate_sends_one_signal_then_kills_only_what_is_left(tmp_path):
 
 
 def test_a_zombie_counts_as_stopped_and_our_own_is_reaped(tmp_path):
-    child, child_ps = _start(tmp_path, "z", "polite")
+    _child, child_ps = _start(tmp_path, "z", "polite")
     child_ps.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + 5
     while child_ps.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:

@@ -79,7 +79,7 @@ def test_lanenb_home_defaults_to_dot_lanenb(monkeypatch, tmp_path):
 
 def test_errors_name_the_job(tmp_path):
     reg = JobRegistry(tmp_path / "r.sqlite3")
-    with pytest.raises(JobNotFoundError, match="no job named 'ghost' .*no jobs recorded yet"):
+    with pytest.raises(JobNotFoundError, match=r"no job named 'ghost' .*no jobs recorded yet"):
         reg.get("ghost")
     with pytest.raises(JobNotFoundError, match="no job named 'ghost'"):
         reg.update("ghost", state="failed")

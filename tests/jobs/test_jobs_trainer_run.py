@@ -76,6 +76,6 @@ def test_cancel_stops_every_training_rank(synth_data, tmp_path):
     ranks = [p for p in procs if "OMPI_COMM_WORLD_RANK" in p.environ()]  # supervisor + mpirun + ranks
     assert len(ranks) == 2, procs
     assert job.cancel().state is JobState.CANCELLED
-    gone, alive = psutil.wait_procs(procs, timeout=5)
+    _gone, alive = psutil.wait_procs(procs, timeout=5)
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
     assert get_job(job.name).status().state is JobState.CANCELLED

@@ -5,6 +5,7 @@ The table below is the one in docs/ARCHITECTURE.md ("Layers"); a test checks the
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -85,7 +86,7 @@ def test_cycle_finder_finds_exactly_the_cycles(code, expected):
     graph: dict[str, set[str]] = {}
     for chain in code.split(";"):
         names = [n.strip() for n in chain.split("->")]
-        for a, b in zip(names, names[1:]):
+        for a, b in itertools.pairwise(names):
             graph.setdefault(a, set()).add(b)
             graph.setdefault(b, set())
     assert cycles(graph) == expected

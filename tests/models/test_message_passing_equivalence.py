@@ -84,7 +84,7 @@ def test_module_matches_published_loop(mp_bench, shape: tuple[int, int, int, int
 
     float64, so no relu input that sits at ~0 can flip between the two summation orders.
     """
-    n, c, h, w = shape
+    c = shape[1]
     mp = MessagePassing(c).double()
     with torch.no_grad():
         for conv in (mp.down, mp.up, mp.right, mp.left):

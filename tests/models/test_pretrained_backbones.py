@@ -3,6 +3,8 @@ torchvision itself does not import here, so the state dicts are built with its k
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn as nn
@@ -93,8 +95,8 @@ def test_trainer_flag_is_validated(tmp_path):
 
     (tmp_path / "d").mkdir()
     base = ["--data", str(tmp_path / "d"), "--run-dir", str(tmp_path / "r")]
-    with pytest.raises(ConfigError, match="--backbone-weights '/no/file.pth': no such file"):
+    with pytest.raises(ConfigError, match=re.escape("--backbone-weights '/no/file.pth': no such file")):
         parse_config(base + ["--backbone", "vgg16", "--backbone-weights", "/no/file.pth"], env={})
     (tmp_path / "w.pth").write_bytes(b"x")
-    with pytest.raises(ConfigError, match="needs an ImageNet backbone .* not --backbone 'small'"):
+    with pytest.raises(ConfigError, match=r"needs an ImageNet backbone .* not --backbone 'small'"):
         parse_config(base + ["--backbone-weights", str(tmp_path / "w.pth")], env={})

@@ -137,7 +137,7 @@ def test_gradcheck_winograd_sweeps(kernel: int) -> None:
 @pytest.mark.parametrize("shape", [(4, 128, 36, 100), (3, 130, 7, 11)], ids=["bench-shape", "odd"])
 def test_module_algorithms_agree_in_float32(shape) -> None:
     """The training dtype: Winograd + packed weights against the direct library conv, fwd + bwd."""
-    n, c, h, w = shape
+    c = shape[1]
     x = torch.randn(shape, requires_grad=True)
     g = torch.randn(shape)
     ws = [((torch.randn(c, c, 1, 9) if v else torch.randn(c, c, 9, 1)) / (c * 9) ** 0.5).requires_grad_()

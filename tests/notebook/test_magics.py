@@ -74,8 +74,9 @@ def test_lanetrain_bad_flag_is_one_line_naming_the_value(ip, data, line, message
 
 def test_every_job_flag_has_a_bad_input_case():
     covered = {line.split()[0].split("=")[0] for line, _ in BAD_FLAGS}
-    flags = {flags[0] for flags, _ in JOB_FLAGS} - {"--large-shm", "--no-val", "--run-dir", "--use-workers",
-                                                    "--no-use-workers", "--use-val", "--no-enable-snapshot"}  # switches: no bad value
+    switches = {"--large-shm", "--no-val", "--run-dir", "--use-workers",  # switches: no bad value
+                "--no-use-workers", "--use-val", "--no-enable-snapshot"}
+    flags = {flags[0] for flags, _ in JOB_FLAGS} - switches
     flags -= {"--environment"}
     assert flags - covered - {"-e"} == set(), flags - covered
 
@@ -162,5 +163,6 @@ def test_dry_run_renders_the_runai_command_without_a_cluster(ip, capsys):
     mpijob = yaml.safe_load(out[out.index("apiVersion"):])
     args = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--batch-size") + 1] == "33" and "--no-use-val" in args
-    assert args[args.index("--num-workers") + 1] == "4" and args[args.index("--pvc-name") + 1] == "pvc-download-tusimple-data-0"
+    assert args[args.index("--num-workers") + 1] == "4"
+    assert args[args.index("--pvc-name") + 1] == "pvc-download-tusimple-data-0"
     assert list_jobs() == []

@@ -28,8 +28,9 @@ async def test_every_route_refuses_requests_without_credentials(jp_serverapp, ht
 async def test_routes_live_under_the_base_url_only(jp_fetch, jp_base_url, jp_serverapp, http_server_client):
     assert jp_base_url == "/a%40b/"
     assert body_of(await jp_fetch("lanenb", "jobs")) == {"jobs": []}
+    token = jp_serverapp.identity_provider.token
     with pytest.raises(HTTPClientError) as err:  # the same path without the prefix is not ours
-        await http_server_client.fetch("/lanenb/jobs", headers={"Authorization": f"token {jp_serverapp.identity_provider.token}"})
+        await http_server_client.fetch("/lanenb/jobs", headers={"Authorization": f"token {token}"})
     assert err.value.code == 404
 
 

@@ -27,9 +27,8 @@ class GrowingJob:
     name = "grow"
     created = 1.0
     spec = None
-    handle: dict = {}
-
     def __init__(self) -> None:
+        self.handle: dict[str, object] = {}
         self.lines: list[str] = []
         self.state = JobState.RUNNING
         self.polls = 0

@@ -41,7 +41,7 @@ def test_loss_falls_and_run_dir_is_complete(full_run, synth_root):
     vals = events_of(lines, "eval", rank=0)
     splits = [e["split"] for e in vals]
     assert splits[:RUN["epochs"] + 1] == ["val"] * RUN["epochs"] + ["test"] and set(splits[RUN["epochs"]:]) == {"test"}
-    assert [e.get("model") for e in vals if e["split"] == "test"][0] == "last"
+    assert next(e.get("model") for e in vals if e["split"] == "test") == "last"
     assert all(e["latency_ms_p50"] > 0 and e["latency_ms_p95"] >= e["latency_ms_p50"]
                for e in vals if e["split"] == "val")  # latency reported beside the scores
     for name in ("config.json", "events.jsonl", "metrics.json", "checkpoints/last.pt", "checkpoints/best.pt",

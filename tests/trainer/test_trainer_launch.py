@@ -19,7 +19,8 @@ def test_argv_is_a_list_running_the_trainer_module():
     assert argv[argv.index("--host") + 1] == "a:2,b:1"
     exported = [argv[i + 1] for i, a in enumerate(argv) if a == "-x"]
     assert exported == ["MASTER_ADDR", "MASTER_PORT", "PYTHONUNBUFFERED", "NCCL_DEBUG"]
-    assert argv[-5:] == ["/py", "-u", "-m", "lanenb_trainer", "--data"] or argv[-6:-2] == ["/py", "-u", "-m", "lanenb_trainer"]
+    assert (argv[-5:] == ["/py", "-u", "-m", "lanenb_trainer", "--data"]
+            or argv[-6:-2] == ["/py", "-u", "-m", "lanenb_trainer"])
     assert argv[-1] == "/d e"  # one argv element: never split by a shell
     assert "--allow-run-as-root" not in build_mpirun_argv(1, [], allow_root=False)
 

@@ -126,7 +126,8 @@ def _shrink(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 class EventLog:
-    """The trainer's event writer: ``@lanenb`` lines to stdout; on rank 0 also appended to ``events.jsonl`` in the run dir."""
+    """The trainer's event writer: ``@lanenb`` lines to stdout; on rank 0 also appended to
+    ``events.jsonl`` in the run dir."""
 
     def __init__(self, rank: int, path: Path | None = None) -> None:
         self.rank = rank
@@ -135,7 +136,8 @@ class EventLog:
         self._file = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "a", encoding="utf-8")
+            # held open for the log's lifetime (one append per event), closed by close()
+            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115
 
     def __call__(self, kind: str, rank: int | None = None, **fields: Any) -> None:
         line = format_event(kind, self.rank if rank is None else rank, **fields)

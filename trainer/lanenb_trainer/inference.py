@@ -105,7 +105,7 @@ class Predictor:
             raise PredictError(f"device={device!r}: no CUDA device here")
         self.model.to(self.device)
         self.amp = (self.device.type == "cuda") if amp is None else bool(amp and self.device.type == "cuda")
-        self.input_size: tuple[int, int] = tuple(self.args["input_size"])  # type: ignore[assignment]
+        self.input_size: tuple[int, int] = tuple(self.args["input_size"])
 
     def logits(self, frames_bgr: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
         """Raw ``(seg_logits, exist_logits)`` for BGR frames (what export is checked against)."""

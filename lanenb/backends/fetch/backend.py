@@ -28,7 +28,7 @@ from lanenb.contract.status import JobState, JobStatus
 from lanenb.kube.client import ClientCache, Clients, KubernetesAPIError, RetryPolicy
 from lanenb.kube.logs import (
     StampCursor,
-    _container_terminated,
+    container_terminated,
     follow_pod_lines,
     read_pod,
     read_pod_lines,
@@ -211,7 +211,7 @@ class KubernetesFetchBackend(Backend):
         if not pods:
             return LogChunk([], cursor, True)
         pod = pods[-1]
-        closed = _container_terminated(pod)
+        closed = container_terminated(pod)
         read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], CONTAINER, pos, tail_lines=tail_lines)
         lines = [(LogLine(None, text, SOURCE), c) for text, c in read]
         more = len(lines) > max_lines

@@ -46,7 +46,7 @@ from lanenb.kube.client import (
 from lanenb.kube.events import warning_events
 from lanenb.kube.logs import (
     StampCursor,
-    _container_terminated,
+    container_terminated,
     follow_pod_lines,
     read_pod,
     read_pod_lines,
@@ -249,7 +249,7 @@ class KubernetesBackend(Backend):
         pod = find_pod(clients, namespace, name)
         if pod is None:  # not created yet, or deleted with the job: nothing to read now
             return LogChunk([], cursor, True)
-        closed = _container_terminated(pod)  # decided before reading, like the local backend
+        closed = container_terminated(pod)  # decided before reading, like the local backend
         read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], "launcher", pos,
                                     tail_lines=tail_lines)
         lines = [(_redacted(line, spec), c) for line, c in to_log_lines_with_cursors(read, "launcher")]

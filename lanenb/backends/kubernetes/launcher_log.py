@@ -23,8 +23,8 @@ __all__ = ["pod_dicts", "find_pod", "to_log_lines", "to_log_lines_with_cursors"]
 def pod_dicts(clients: Clients, namespace: str, job: str, role: str | None = None) -> list[dict[str, Any]]:
     selector = f"{JOB_NAME_LABEL}={job}" + (f",{JOB_ROLE_LABEL}={role}" if role else "")
     # Raw JSON, not the client's models: their strict validation rejects fields newer clusters add.
-    resp = clients.call(clients.core.list_namespaced_pod, namespace, label_selector=selector, what="listing pods",
-                        _preload_content=False, _request_timeout=(5, 30))
+    resp = clients.raw(clients.core.list_namespaced_pod, namespace, label_selector=selector, what="listing pods",
+                       _request_timeout=(5, 30))
     return list(json.loads(resp.data).get("items") or [])
 
 

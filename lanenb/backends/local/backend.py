@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -42,6 +42,9 @@ from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun,
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import parse_config
 from lanenb_trainer.events import parse_line
+
+if TYPE_CHECKING:
+    from lanenb.contract.spec import TrainSpec
 
 # data_roots, find_datasets, local_gpu_count: re-exported (they were defined here)
 __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
@@ -86,7 +89,7 @@ class LocalBackend(Backend):
         self.python = python or sys.executable
         self.poll_interval = poll_interval
 
-    def capacity(self, spec=None) -> dict[str, int]:
+    def capacity(self, spec: TrainSpec | None = None) -> dict[str, int]:
         """GPUs if this machine has any (one rank per GPU), else its CPU cores."""
         gpus = local_gpu_count()
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -94,11 +97,11 @@ class LocalBackend(Backend):
             return {"processes": gpus, "gpus": gpus, "gpus_per_process": gpus}
         return {"processes": cores, "gpus": 0, "gpus_per_process": 0}
 
-    def datasets(self, spec=None) -> list[str]:
+    def datasets(self, spec: TrainSpec | None = None) -> list[str]:
         return find_datasets()
 
     # ---------------------------------------------------------------- argv
-    def launcher_argv(self, spec, run_dir: str | Path) -> list[str]:
+    def launcher_argv(self, spec: TrainSpec, run_dir: str | Path) -> list[str]:
         """The mpirun argv the supervisor runs (never a shell string), built by the trainer
         launcher so local jobs and ``lanenb train`` run ranks the same way."""
         args = spec.trainer_args(str(run_dir)) if self.use_trainer_args else []
@@ -119,10 +122,14 @@ class LocalBackend(Backend):
         raise RuntimeError(f"cannot find the trainer entry point in the mpirun argv {argv}")
 
     # ---------------------------------------------------------------- Backend API
-    def validate(self, spec, run_dir: str | Path | None) -> None:
+    def validate(self, spec: TrainSpec, run_dir: str | Path | None) -> None:
         self.launcher_argv(spec, run_dir or spec.run_dir or ".")
 
-    def submit(self, spec, run_dir: str | Path) -> dict[str, Any]:
+    def submit(self, spec: TrainSpec, run_dir: str | Path | None) -> dict[str, Any]:
+        """Spawn the supervisor in a new session and return its handle; ``run_dir`` is required
+        here (None is only for remote backends, which choose a path in the cluster)."""
+        if run_dir is None:
+            raise TypeError("the local backend runs a job in a local directory: run_dir must be a path, not None")
         run = make_private_dir(Path(run_dir).expanduser().resolve())
         for stale in (EXIT_NAME, CANCEL_NAME):  # a reused run dir must not look finished
             (run / stale).unlink(missing_ok=True)
@@ -132,6 +139,7 @@ class LocalBackend(Backend):
         cmd = [self.python, "-m", "lanenb.backends.local.supervise", "--run-dir", str(run),
                "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes)]
         if spec.enable_snapshot:  # run dir + dataset snapshotted by the supervisor after success
+            assert spec.name is not None  # generated in TrainSpec.__post_init__
             cmd += ["--snapshot-job", spec.name, "--snapshot-volume", f"run={run}",
                     "--snapshot-volume", f"dataset={Path(spec.dataset).expanduser().resolve()}"]
         cmd += ["--", *argv]
@@ -209,7 +217,7 @@ class LocalBackend(Backend):
                     continue
         return list(found.values())
 
-    def status(self, spec, handle: dict[str, Any]) -> JobStatus:
+    def status(self, spec: TrainSpec, handle: dict[str, Any]) -> JobStatus:
         if not handle:
             return JobStatus(JobState.PENDING, reason="not started yet")
         run = Path(handle["run_dir"])
@@ -310,7 +318,7 @@ class LocalBackend(Backend):
             reason += f"; rank {last_error.rank} reported: {msg}"
         return reason
 
-    def logs(self, spec, handle: dict[str, Any], *, follow: bool = False,
+    def logs(self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool = False,
              worker: int | None = None) -> Iterator[LogLine]:
         if not handle:
             return iter(())
@@ -318,7 +326,7 @@ class LocalBackend(Backend):
                             worker=worker, running=lambda: self._supervisor(handle) is not None,
                             poll_interval=self.poll_interval)
 
-    def read_log(self, spec, handle: dict[str, Any], cursor: str | None, *, max_lines: int = 5000,
+    def read_log(self, spec: TrainSpec, handle: dict[str, Any], cursor: str | None, *, max_lines: int = 5000,
                  tail_lines: int | None = None) -> LogChunk:
         """Seek to byte offset ``cursor`` in ``job.log`` and return the whole lines after it."""
         if not handle:
@@ -327,7 +335,7 @@ class LocalBackend(Backend):
         closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
         return read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines, tail_lines=tail_lines)
 
-    def cancel(self, spec, handle: dict[str, Any]) -> None:
+    def cancel(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Stop the job and mark it cancelled (``cancel.json``), unless it has already ended.
 
         One SIGTERM to the supervisor, which gives each rank one SIGTERM and ``grace``
@@ -343,7 +351,7 @@ class LocalBackend(Backend):
         write_json(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
         self._stop(handle)
 
-    def stop_leftovers(self, spec, handle: dict[str, Any]) -> None:
+    def stop_leftovers(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Stop whatever of a finished (or lost) job still runs, without marking it cancelled."""
         if not handle or (handle.get("host") and handle["host"] != socket.gethostname()):
             return
@@ -375,7 +383,7 @@ class LocalBackend(Backend):
         if spawned is not None:  # reap the supervisor if this very process started it
             spawned.poll()
 
-    def describe(self, spec, handle: dict[str, Any]) -> dict[str, Any]:
+    def describe(self, spec: TrainSpec, handle: dict[str, Any]) -> dict[str, Any]:
         info: dict[str, Any] = {"handle": handle}
         if not handle:
             return info

@@ -292,7 +292,8 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lanenb.backends.local.supervise", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lanenb.backends.local.supervise",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--log", type=Path, default=None, help=f"default: RUN_DIR/{LOG_NAME}")
     parser.add_argument("--grace", type=float, default=DEFAULT_GRACE,

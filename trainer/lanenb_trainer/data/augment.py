@@ -22,8 +22,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # torch is imported where it is used, so importing this module stays cheap
+    import torch
 
 __all__ = [
     "AugmentConfig",

@@ -135,9 +135,10 @@ def slots_from_flags(record: LaneRecord, flags: list[int] | None, height: int) -
     if flags is None or sum(flags) != len(record.lanes):
         return None
     crossings = [bottom_crossing(lane, record.h_samples, height - 1) for lane in record.lanes]
-    if any(c is None for c in crossings):
+    known = [c for c in crossings if c is not None]
+    if len(known) != len(crossings):
         return None
-    order = sorted(range(len(record.lanes)), key=lambda i: crossings[i])
+    order = sorted(range(len(record.lanes)), key=lambda i: known[i])
     flagged = [k for k, f in enumerate(flags) if f]
     slots = [-1] * len(record.lanes)
     for lane_index, slot in zip(order, flagged):

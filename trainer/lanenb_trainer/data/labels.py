@@ -106,11 +106,11 @@ def _decode(data: bytes, path: Path) -> tuple[np.ndarray | None, str | None]:
 def check_image(path: str | os.PathLike) -> tuple[tuple[int, int] | None, str | None]:
     """Decode ``path`` fully; returns ``((h, w), None)`` or ``(None, message)``."""
     path = Path(path)
-    data, err = _read_bytes(path)
-    if err:
+    data, err = _read_bytes(path)  # exactly one of the pair is None
+    if data is None:
         return None, err
     img, err = _decode(data, path)
-    if err:
+    if img is None:
         return None, err
     return (int(img.shape[0]), int(img.shape[1])), None
 
@@ -121,7 +121,7 @@ def load_image(path: str | os.PathLike, flags: int = cv2.IMREAD_COLOR) -> np.nda
     img = cv2.imread(str(path), flags)
     if img is None:
         data, err = _read_bytes(path)
-        if err is None:
+        if data is not None:
             _, err = _decode(data, path)
         err = err or f"image cannot be decoded (corrupt or not an image): {path}"
         raise (FileNotFoundError(err) if "not found" in err else ValueError(err))

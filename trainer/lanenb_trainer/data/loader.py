@@ -109,6 +109,8 @@ def build_loader(dataset: Dataset, batch_size: int, *, rank: int = 0, world_size
         raise ValueError(f"batch_size must be >= 1; got {batch_size}")
     if num_workers < 0:
         raise ValueError(f"num_workers must be >= 0; got {num_workers}")
+    if not isinstance(dataset, Sized):  # the sampler shards by length (it raised this TypeError itself)
+        raise TypeError(f"object of type {type(dataset).__name__!r} has no len()")
     sampler = ResumableDistributedSampler(
         dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed,
         drop_last=drop_last, start_index=start_index,

@@ -53,6 +53,16 @@ class _Line:
     phase: float
 
 
+def _bgr(v: np.ndarray) -> tuple[int, int, int]:
+    """Three drawn channel values as the ``(b, g, r)`` ints OpenCV's colour arguments take."""
+    return int(v[0]), int(v[1]), int(v[2])
+
+
+def _pt(*xy: float) -> tuple[int, ...]:
+    """Coordinates rounded (half to even) to the int pixel point OpenCV's drawing calls take."""
+    return tuple(int(v) for v in np.round(np.array(xy, np.float64)).astype(np.int32))
+
+
 def _scene(rng: np.random.Generator, width: int, height: int) -> dict[str, Any]:
     n = int(rng.choice([2, 3, 4, 5], p=[0.15, 0.3, 0.4, 0.15]))
     lane_w = float(rng.uniform(3.3, 3.9))
@@ -67,7 +77,7 @@ def _scene(rng: np.random.Generator, width: int, height: int) -> dict[str, Any]:
         outer = k in (0, n - 1)
         dashed = bool(rng.random() < (0.25 if outer else 0.8))
         yellow = k == 0 and rng.random() < 0.3
-        colour = (40, 200, 235) if yellow else tuple(int(v) for v in rng.integers(215, 250, 3))
+        colour = (40, 200, 235) if yellow else _bgr(rng.integers(215, 250, 3))
         lines.append(_Line(
             x0=(k - ego - 0.5) * lane_w - off, dashed=dashed, colour=colour,
             width_m=float(rng.uniform(0.13, 0.2)), period=float(rng.uniform(7, 11)),
@@ -172,7 +182,7 @@ def _paint(rng: np.random.Generator, sc: dict[str, Any], width: int, height: int
     ground = rng.uniform([60, 100, 80], [100, 150, 120]) * (0.5 if night else 1.0)
     t = np.clip(rows / max(hz, 1), 0, 1)[:, None]
     col = np.where(below[:, None], ground[None, :], top * (1 - t) + low * t).astype(np.float32)
-    img = np.repeat(col[:, None, :], width, axis=1)
+    img: np.ndarray = np.repeat(col[:, None, :], width, axis=1)
     # road surface between the outer lines plus shoulders (slightly lighter far away)
     lines = sc["lines"]
     z_near = sc["f"] * CAM_HEIGHT / (height + 20 - hz)
@@ -187,7 +197,7 @@ def _paint(rng: np.random.Generator, sc: dict[str, Any], width: int, height: int
     grey = float(rng.uniform(85, 125))
     zr = sc["f"] * CAM_HEIGHT / np.maximum(rows - hz, 1e-3)
     shade = (grey * (1.0 + 0.1 * np.clip(zr / 400.0, 0, 1))).astype(np.float32)
-    layer = np.repeat((shade[:, None] * np.float32([1.0, 1.0, 1.02]))[:, None, :], width, axis=1)
+    layer = np.repeat((shade[:, None] * np.array([1.0, 1.0, 1.02], np.float32))[:, None, :], width, axis=1)
     img = _blend(img, layer, road)
     # lane markings (anti-aliased), drawn up to a little beyond the label cut-off
     paint = np.zeros((height, width, 3), np.uint8)
@@ -209,15 +219,17 @@ def _paint(rng: np.random.Generator, sc: dict[str, Any], width: int, height: int
         img *= np.float32(rng.uniform(0.85, 1.1))
     cv2.setRNGSeed(int(rng.integers(0, 2**31 - 1)))  # OpenCV's RNG: same seed, same noise
     noise = np.empty_like(img)
-    cv2.randn(noise, 0.0, sc["noise"])
+    # OpenCV reads a bare float as the scalar (v, 0, 0, 0), so this noise has always gone into
+    # the first (blue) channel only: spelled out as arrays, so a seed keeps giving the same bytes.
+    cv2.randn(noise, np.zeros(3), np.array([sc["noise"], 0.0, 0.0]))
     img = cv2.add(img, noise)
-    out = np.clip(img, 0, 255, out=img).astype(np.uint8)
+    out: np.ndarray = np.clip(img, 0, 255, out=img).astype(np.uint8)
     if sc["blur"]:
         out = cv2.GaussianBlur(out, (3, 3), 0)
     return out
 
 
-def _shadows(rng, sc, img, width, height) -> None:
+def _shadows(rng: np.random.Generator, sc: dict[str, Any], img: np.ndarray, width: int, height: int) -> None:
     hz = sc["horizon"]
     for _ in range(sc["shadows"]):
         y0 = float(rng.uniform(hz + 0.1 * (height - hz), height - 20))
@@ -226,13 +238,13 @@ def _shadows(rng, sc, img, width, height) -> None:
         x1 = x0 + float(rng.uniform(0.3, 0.9)) * width
         skew = float(rng.uniform(-0.3, 0.3)) * width
         poly = np.array([[x0, y0], [x1, y0], [x1 + skew, y1], [x0 + skew, y1]], np.int32)
-        m = np.zeros((height, width), np.float32)
+        m: np.ndarray = np.zeros((height, width), np.float32)
         cv2.fillPoly(m, [poly], 1.0)
         m = cv2.GaussianBlur(m, (0, 0), 6)
         img *= (1 - float(rng.uniform(0.3, 0.5)) * m)[..., None]
 
 
-def _cars(rng, sc, img, width, height) -> None:
+def _cars(rng: np.random.Generator, sc: dict[str, Any], img: np.ndarray, width: int, height: int) -> None:
     lines = sc["lines"]
     cars = []
     for _ in range(sc["cars"]):
@@ -250,16 +262,15 @@ def _cars(rng, sc, img, width, height) -> None:
         body = rng.uniform(30, 170, 3) * [1.0, 0.9, 1.1]
         if sc["night"]:
             body *= 0.5
-        p = lambda *xy: np.round(np.array(xy, np.float64)).astype(np.int32)  # noqa: E731
-        cv2.ellipse(img, p(u, v), p(w * 0.6, h * 0.08), 0, 0, 360, (25, 25, 25), -1)
-        cv2.rectangle(img, p(x0, y0), p(x1, y1 - h * 0.12), body.tolist(), -1)
-        cv2.rectangle(img, p(x0 + w * 0.12, y0 + h * 0.08), p(x1 - w * 0.12, y0 + h * 0.42),
+        cv2.ellipse(img, _pt(u, v), _pt(w * 0.6, h * 0.08), 0, 0, 360, (25, 25, 25), -1)
+        cv2.rectangle(img, _pt(x0, y0), _pt(x1, y1 - h * 0.12), body.tolist(), -1)
+        cv2.rectangle(img, _pt(x0 + w * 0.12, y0 + h * 0.08), _pt(x1 - w * 0.12, y0 + h * 0.42),
                       (body * 0.35 + 20).tolist(), -1)
         light = (40, 40, 255) if sc["night"] else (30, 30, 170)
         for lx in (x0 + w * 0.04, x1 - w * 0.16):
-            cv2.rectangle(img, p(lx, y0 + h * 0.5), p(lx + w * 0.12, y0 + h * 0.62), light, -1)
+            cv2.rectangle(img, _pt(lx, y0 + h * 0.5), _pt(lx + w * 0.12, y0 + h * 0.62), light, -1)
         for wx in (x0 + w * 0.05, x1 - w * 0.22):
-            cv2.rectangle(img, p(wx, y1 - h * 0.14), p(wx + w * 0.17, y1), (15, 15, 15), -1)
+            cv2.rectangle(img, _pt(wx, y1 - h * 0.14), _pt(wx + w * 0.17, y1), (15, 15, 15), -1)
 
 
 def _prepare_out_dir(out: Path) -> None:

@@ -16,6 +16,7 @@ archive raises :class:`CorruptArchiveError`, a full disk :class:`DiskFullError`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import posixpath
@@ -86,7 +87,7 @@ def _extract_zip(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
             raise
         raise CorruptArchiveError(f"{name} is not a readable zip archive ({exc}): truncated or damaged") from exc
     with zf:
-        plan = []
+        plan: list[tuple[zipfile.ZipInfo, str, str, str | None]] = []  # (member, path, kind, link target)
         for info in zf.infolist():
             rel = check_member_name(name, info.filename)
             mode = info.external_attr >> 16
@@ -102,9 +103,9 @@ def _extract_zip(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
         dest_real = os.path.realpath(dest)
         bar = bar_factory("extract", name, sum(i.file_size for i, *_ in plan))
         try:
-            for info, rel, kind, target in plan:
+            for info, rel, kind, link in plan:
                 out = dest / rel
-                if not _inside(dest_real, out.parent if kind != "dir" else out):
+                if not _inside(dest_real, str(out.parent if kind != "dir" else out)):
                     raise UnsafeArchiveError(f"{name}: member {info.filename!r} would be written through a "
                                              "link outside the destination; refusing the archive")
                 if kind == "dir":
@@ -113,8 +114,8 @@ def _extract_zip(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
                 out.parent.mkdir(parents=True, exist_ok=True)
                 if out.is_symlink() or out.exists():
                     out.unlink()
-                if kind == "link":
-                    os.symlink(target, out)
+                if link is not None:  # kind "link": the only members planned with a target
+                    os.symlink(link, out)
                     continue
                 with zf.open(info) as src, open(out, "wb") as dst:
                     while chunk := src.read(_BUF):
@@ -128,14 +129,14 @@ def _extract_zip(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
 
 def _extract_tar(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -> None:
     name = path.name
-    try:
-        tf = tarfile.open(path, "r:*")
-        members = tf.getmembers()  # reads to the end: a truncated archive fails here, not half-way
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno is not None:
-            raise
-        raise CorruptArchiveError(f"{name} is not a readable tar archive ({exc}): truncated or damaged") from exc
-    with tf:
+    with contextlib.ExitStack() as stack:  # closes the archive also when reading its index fails
+        try:
+            tf = stack.enter_context(tarfile.open(path, "r:*"))
+            members = tf.getmembers()  # reads to the end: a truncated archive fails here, not half-way
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise
+            raise CorruptArchiveError(f"{name} is not a readable tar archive ({exc}): truncated or damaged") from exc
         for m in members:
             rel = check_member_name(name, m.name)
             if m.issym():

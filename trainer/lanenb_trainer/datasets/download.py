@@ -160,7 +160,7 @@ def _from_http(url: str, part: Path, archive: Archive, progress_factory, directo
                 continue
             if resp.status_code >= 400:
                 raise _UrlFailed("http", f"HTTP {resp.status_code} {resp.reason}")
-            total: int | None = None
+            total = None  # int | None, as bound by the 416 branch above
             if resp.status_code == 206:
                 m = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
                 if not m or int(m.group(1)) != offset:

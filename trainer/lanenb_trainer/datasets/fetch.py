@@ -223,8 +223,8 @@ def fetch_dataset(
     finally:
         _remove_if_empty(cache)
     if not keep_archives:
-        for a in record.archives:
-            (cache / a["filename"]).unlink(missing_ok=True)
+        for fetched in record.archives:
+            (cache / fetched["filename"]).unlink(missing_ok=True)
         _remove_if_empty(cache)
     return record
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TextIO, Union
+from typing import Any, Protocol, TextIO
 
 __all__ = ["LineProgress", "Progress", "ProgressCallback", "format_bytes", "make_progress"]
 
@@ -52,7 +52,7 @@ class Progress:
             self._bar = None
 
 
-ProgressArg = Union[bool, ProgressCallback, None]
+ProgressArg = bool | ProgressCallback | None
 
 
 def make_progress(progress: ProgressArg) -> Callable[..., Progress]:

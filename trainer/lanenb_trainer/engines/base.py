@@ -48,7 +48,9 @@ class Engine(ABC):
         torch.set_num_threads(threads_per_rank(self.local_size))
 
     @abstractmethod
-    def prepare(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    def prepare(
+        self, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
         """Wrap model/optimizer for gradient exchange and make every rank start from rank 0's state."""
 
     # -- per step -------------------------------------------------------------------------
@@ -97,8 +99,9 @@ class Engine(ABC):
 
         return contextlib.nullcontext()
 
+    @abstractmethod
     def shutdown(self) -> None:
-        pass
+        """Leave the process group (every engine has one to leave) so the rank exits cleanly."""
 
     @property
     def is_primary(self) -> bool:

@@ -19,6 +19,7 @@ exact bitmask dynamic programme (same optimum; frames have a handful of lanes).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,7 +72,7 @@ def lane_mask(points: np.ndarray, shape: tuple[int, int] = CULANE_SIZE, width: i
     """bool[h, w]: the lane resampled and drawn ``width`` px thick (the official rendering)."""
     canvas = np.zeros(shape, np.uint8)
     pts = np.rint(interp_lane(points)).astype(np.int64)
-    for p, q in zip(pts[:-1], pts[1:]):
+    for p, q in itertools.pairwise(pts):
         cv2.line(canvas, (int(p[0]), int(p[1])), (int(q[0]), int(q[1])), 1, width)
     return canvas.astype(bool)
 

@@ -106,7 +106,9 @@ class EvalResult:
 _INT16_LIMIT = 16000  # |x| below this: differences fit int16 exactly
 
 
-def _values(lanes_by_frame: Sequence[Sequence[Sequence[Any]]], locs: Sequence[str], frames: Sequence[str]) -> np.ndarray:
+def _values(
+    lanes_by_frame: Sequence[Sequence[Sequence[Any]]], locs: Sequence[str], frames: Sequence[str]
+) -> np.ndarray:
     """All x values in one flat array; integers stay integers (the fast exact path)."""
     all_lanes = [lane for lanes in lanes_by_frame for lane in lanes]
     try:

@@ -41,7 +41,9 @@ def _check_lanes(loc: str, frame: str, lanes: Any, n_samples: int, role: str) ->
             )
 
 
-def find_bad_value(loc: str, frame: str, lanes: list[list[Any]]) -> None:
+def find_bad_value(loc: str, frame: str, lanes: Sequence[Sequence[Any]]) -> None:
+    """Raise ``EvalError`` at the first x that is not a number: the vectorised path only
+    learns that one exists, this names the frame, lane and point."""
     for i, lane in enumerate(lanes):
         for j, x in enumerate(lane):
             if not _is_number(x):

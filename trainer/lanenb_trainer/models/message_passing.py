@@ -160,7 +160,9 @@ class _MessagePassing(torch.autograd.Function):
         ctx.weight_dtypes = [t.dtype for t in taps]
         taps = tuple(t.to(x.dtype) for t in taps)
         saved: list[torch.Tensor] = []
-        cur, axis = None, None
+        # the current layout (buffer, axis, slice width, pad): set by the first sweep, read after
+        cur: torch.Tensor | None = None
+        axis, cur_s, cur_pad = False, 0, 0
         for (vertical, reverse), tap in zip(spec, taps):
             kernel = tap.shape[0]
             pad, s = kernel // 2, (w if vertical else h)
@@ -182,6 +184,8 @@ class _MessagePassing(torch.autograd.Function):
             relu_out = relu_out.gt(0).view(torch.uint8)
             saved += [dst, relu_out]
             cur, axis, cur_s, cur_pad = dst, vertical, s, pad
+        if cur is None:
+            raise ValueError("message passing needs at least one sweep")
         ctx.save_for_backward(*saved, *taps)
         ctx.spec, ctx.algorithm, ctx.shape = spec, algorithm, (n, c, h, w)
         return _from_layout(cur, axis, n, cur_s, cur_pad)
@@ -194,7 +198,9 @@ class _MessagePassing(torch.autograd.Function):
         saved = ctx.saved_tensors
         outs, masks, taps = saved[0:2 * k:2], saved[1:2 * k:2], saved[2 * k:]
         grad_taps: list[torch.Tensor | None] = [None] * k
-        grad = None
+        # the gradient's layout (buffer, axis, slice width, pad): set by the last sweep, read after
+        grad: torch.Tensor | None = None
+        axis, cur_s, cur_pad = False, 0, 0
         for idx in range(k - 1, -1, -1):
             (vertical, reverse), tap = spec[idx], taps[idx]
             kernel = tap.shape[0]
@@ -209,6 +215,8 @@ class _MessagePassing(torch.autograd.Function):
             if ctx.needs_input_grad[3 + idx]:
                 grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, kernel).to(ctx.weight_dtypes[idx])
             axis, cur_s, cur_pad = vertical, s, pad
+        if grad is None:  # forward refused an empty spec, so this is unreachable
+            raise ValueError("message passing needs at least one sweep")
         grad_x = _from_layout(grad, axis, n, cur_s, cur_pad) if ctx.needs_input_grad[0] else None
         return (grad_x, None, None, *grad_taps)
 

@@ -12,7 +12,7 @@ are dropped so they cannot cost false positives.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -156,11 +156,16 @@ def batch_to_predictions(
     if isinstance(raw_files, str) or len(raw_files) != B:
         raise ValueError(f"raw_files must list one path per frame of the batch ({B}), got {raw_files!r:.80}")
     per_frame_rows = len(h_samples) > 0 and isinstance(h_samples[0], (list, tuple, np.ndarray))
-    rows_list = list(h_samples) if per_frame_rows else [h_samples] * B
+    # isinstance on the first item picks the union's arm, which mypy cannot follow: cast
+    rows_list: list[Sequence[int]] = (
+        list(cast(Sequence[Sequence[int]], h_samples)) if per_frame_rows else [cast(Sequence[int], h_samples)] * B
+    )
     if len(rows_list) != B:
         raise ValueError(f"h_samples must be one list for the batch or one per frame ({B}), got {len(rows_list)}")
     per_frame_size = len(orig_sizes) > 0 and isinstance(orig_sizes[0], (list, tuple, np.ndarray))
-    sizes = list(orig_sizes) if per_frame_size else [orig_sizes] * B
+    sizes: list[tuple[int, int]] = (
+        list(cast(Sequence[tuple[int, int]], orig_sizes)) if per_frame_size else [cast(tuple[int, int], orig_sizes)] * B
+    )
     if len(sizes) != B:
         raise ValueError(f"orig_sizes must be one (h, w) for the batch or one per frame ({B}), got {len(sizes)}")
     if isinstance(run_time_ms, (int, float)):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn as nn
@@ -62,7 +62,8 @@ def _read(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
 
 
 def _vgg_mapping(src: Mapping[str, torch.Tensor], backbone: nn.Module) -> tuple[dict[str, torch.Tensor], list[str]]:
-    ours = [i for i, m in enumerate(backbone.features) if isinstance(m, nn.Conv2d)]
+    features = cast(nn.Sequential, backbone.features)  # VGG16Dilated's; Module.__getattr__ says Tensor | Module
+    ours = [i for i, m in enumerate(features) if isinstance(m, nn.Conv2d)]
     mapped: dict[str, torch.Tensor] = {}
     used: set[str] = set()
     for tv, me in zip(TORCHVISION_VGG16_BN_CONVS, ours):
@@ -98,7 +99,7 @@ def load_backbone_weights(model: nn.Module, backbone: str, path: str | os.PathLi
         raise ValueError(f"--backbone-weights: backbone {backbone!r} has no ImageNet layout; "
                          "use vgg16 (VGG16-BN weights), resnet18 or resnet34")
     src = _read(path)
-    target = model.backbone
+    target = model.get_submodule("backbone")
     own = target.state_dict()
     if backbone == "vgg16":
         mapped, skipped = _vgg_mapping(src, target)

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+import torch.nn.grad  # conv2d_weight: a submodule torch.nn does not re-export to type checkers
 
 __all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "alloc_rows", "auto_algorithm",
            "check_algorithm", "row_conv", "weight_grad"]
@@ -106,7 +107,8 @@ def _pack(weight: torch.Tensor, image_shape: Sequence[int], groups: int) -> torc
         return None
     try:
         _ = torch.ops.mkldnn._convolution_pointwise
-        return torch._C._nn.mkldnn_reorder_conv2d_weight(
+        # torch's _nn.pyi omits the op's last argument, input_size (aten schema: SymInt[]? input_size)
+        return torch._C._nn.mkldnn_reorder_conv2d_weight(  # type: ignore[call-arg]
             weight.contiguous().to_mkldnn(), [0, 0], [1, 1], [1, 1], groups, list(image_shape))
     except (AttributeError, RuntimeError):
         return None

@@ -41,7 +41,7 @@ class VGG16Dilated(nn.Module):
         layers: list[nn.Module] = []
         cin = 3
         for item in _CFG:
-            if item == "M":
+            if isinstance(item, str):  # "M"
                 layers.append(nn.MaxPool2d(2, 2))
             else:
                 cout, dilation = item
