@@ -6,7 +6,9 @@ Run it whenever a GPU machine is available (``bench/gpu_check.py``; about 2-4 mi
    stopped by ``--max-steps``, then ``--resume``d to the end: both exit cleanly, the resumed
    run starts where the first stopped, every logged loss is finite (AMP's scaler works);
 2. NVML: the rank's ``system`` events carry ``gpu_util``, ``gpu_mem_mb``,
-   ``gpu_mem_total_mb`` (what the notebook's per-rank charts draw);
+   ``gpu_mem_total_mb`` (what the notebook's per-rank charts draw); step timing: the run's
+   ``timing`` events (CUDA events read once per window) name the CUDA device and have
+   ``h2d_s`` and ``compute_s`` > 0, and the phases do not exceed the step by more than 20%;
 3. message passing on CUDA: the custom autograd path equals the plain per-slice loop
    (float64: output and every gradient within 1e-9 relative) and its fwd+bwd speed ratio in
    float32 (goal: at least as fast as the loop);
@@ -51,7 +53,7 @@ def check_training(work: Path, steps: int) -> dict:
     run_dir = work / "run"
     common = dict(data=str(data), run_dir=str(run_dir), engine="ddp", backbone="small", amp=True,
                   img_height=144, img_width=400, batch_size=4, val_batch_size=8, epochs=2,
-                  log_every=1, system_interval=0.5, warmup_steps=2)
+                  log_every=1, system_interval=0.5, warmup_steps=2, timing_every=2)
     out: dict = {}
     first: list = []
     code1 = run_local(1, TrainConfig(**common, max_steps=steps).validate().to_argv(),
@@ -77,6 +79,12 @@ def check_training(work: Path, steps: int) -> dict:
     nvml = ("gpu_util", "gpu_mem_mb", "gpu_mem_total_mb")
     out["nvml_fields"] = {k: any(k in ev.data for ev in systems) for k in nvml}
     out["ok_nvml"] = bool(systems) and all(out["nvml_fields"].values())
+    timing = _events(first, "timing", 0) + _events(second, "timing", 0)
+    phases = ("data_s", "h2d_s", "compute_s", "exchange_s", "optimizer_s")
+    out["timing"] = [{k: ev.get(k) for k in ("step", "device", "step_s", *phases)} for ev in timing[-3:]]
+    out["ok_timing"] = bool(timing) and all(
+        str(ev["device"]).startswith("cuda") and ev["h2d_s"] > 0 and ev["compute_s"] > 0
+        and sum(ev[k] for k in phases) <= 1.2 * ev["step_s"] for ev in timing)
     if not out["ok_training"]:
         tail = [ln.tagged() for ln in (first + second)[-30:]]
         out["log_tail"] = tail
@@ -200,9 +208,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{'OK' if tr['ok_training'] else 'FAILED'}  first {tr['first_run']}  resumed {tr['resumed_run']}  "
               f"losses finite {tr['losses_finite']}")
         print(f"NVML fields in system events: {tr['nvml_fields']}  {'OK' if tr['ok_nvml'] else 'FAILED'}")
+        print(f"timing events (CUDA events): {'OK' if tr['ok_timing'] else 'FAILED'}  last {tr['timing']}")
         for line in tr.get("log_tail", []):
             print("   ", line)
-        ok &= tr["ok_training"] and tr["ok_nvml"]
+        ok &= tr["ok_training"] and tr["ok_nvml"] and tr["ok_timing"]
     report["message_passing"] = mp = check_message_passing(tuple(args.shape), args.repeats)
     print(f"message passing on CUDA {mp['shape']}: max rel err vs loop (float64) {mp['max_rel_err_f64']:.1e} "
           f"{'OK' if mp['ok_equal'] else 'FAILED'}; fwd+bwd float32 ours {mp['ours_s'] * 1e3:.1f} ms, "

@@ -38,7 +38,7 @@ class Table:
         out = f"<b>{html.escape(self.title)}</b>" if self.title else ""
         out += f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         if self.note:
-            out += f"<small>{html.escape(self.note)}</small><br>"
+            out += f"<small>{html.escape(self.note).replace(chr(10), '<br>')}</small><br>"
         if self.png:
             out += f"<img src='data:image/png;base64,{base64.b64encode(self.png).decode()}'/>"
         return out

@@ -11,6 +11,32 @@ export interface IUtilisation {
   last: { [key: string]: number };
 }
 
+/** A rank's step split (RunState.breakdown): shares 0..1 of a step, and seconds per step. */
+export interface IStepSplit {
+  data: number;
+  compute: number;
+  exchange: number;
+  other: number;
+  step_s: number;
+}
+
+/** The doctor's verdict (lanenb.analysis.doctor.Verdict.to_dict): `line` starts with `kind`. */
+export interface IVerdict {
+  kind:
+    | 'input-bound'
+    | 'straggler'
+    | 'exchange-bound'
+    | 'gpu-underused'
+    | 'healthy'
+    | 'unknown';
+  message: string;
+  action: string;
+  rank: number | null;
+  host: string | null;
+  value: number | null;
+  line: string;
+}
+
 /** One row of lanenb.analysis.summary.job_summary: the same fields %lanejobs and
  * `lanenb jobs list` format. A job whose state could not be read has `error` set, state
  * "unknown" and the rest null. */
@@ -34,6 +60,10 @@ export interface IJobSummary {
   utilisation: IUtilisation;
   final: boolean;
   error: string | null;
+  /** The doctor's line ("input-bound: ranks wait 41% ..."), null when the row has an error. */
+  verdict: string | null;
+  verdict_kind: IVerdict['kind'] | null;
+  breakdown: { [rank: string]: IStepSplit };
 }
 
 export interface IUpdate {
@@ -61,6 +91,11 @@ export interface IRunState {
   series: { [name: string]: ISeries };
   epochs: { [name: string]: ISeries };
   system: { [rank: string]: { [name: string]: ISeries } };
+  /** Per rank: where a step goes (absent from servers before the doctor). */
+  breakdown?: { [rank: string]: IStepSplit };
+  /** Per rank: the latest timing window, with `host` and `device`. */
+  timing?: { [rank: string]: { host?: string | null; device?: string | null } };
+  verdict?: IVerdict;
 }
 
 export interface IUpdateBatch {

@@ -1,5 +1,5 @@
-// A job's main-area panel: status line, Stop, charts (loss, throughput, utilisation,
-// validation accuracy) and the live log, all from one stream: the job's update stream (the
+// A job's main-area panel: status line, Stop, the doctor's verdict (why the run is slow),
+// charts (loss, throughput, utilisation, validation accuracy, per-rank step split) and the live log, all from one stream: the job's update stream (the
 // notebook view's Job.poll cursors, long-polled), whose replies carry the server's reduced
 // state of the job when asked, so the charts need no second request.
 import { Poll } from '@lumino/polling';
@@ -33,11 +33,13 @@ export class JobPanel extends Widget {
     const head = document.createElement('div');
     head.className = 'lanenb-panel-head';
     head.append(this._status, this._stop);
+    this._verdict = document.createElement('div');
+    this._verdict.className = 'lanenb-verdict';
     this._charts = document.createElement('div');
     this._charts.className = 'lanenb-charts';
     this._log = document.createElement('pre');
     this._log.className = 'lanenb-log';
-    this.node.append(head, this._charts, this._log);
+    this.node.append(head, this._verdict, this._charts, this._log);
     this._poll = new Poll({
       auto: true,
       factory: () => this.tick(),
@@ -105,6 +107,11 @@ export class JobPanel extends Widget {
       run && run.accuracy !== null ? ` · accuracy ${run.accuracy.toFixed(4)}` : '';
     this._status.textContent = `${this.jobName}: ${state}${steps}${acc}`;
     this._status.dataset.state = state;
+    const verdict = run?.verdict;
+    const measured = verdict && (verdict.kind !== 'unknown' || run?.breakdown);
+    this._verdict.textContent = measured ? verdict.line : '';
+    this._verdict.dataset.kind = measured ? verdict.kind : '';
+    this._verdict.hidden = !measured;
   }
 
   private appendLog(lines: string[]): void {
@@ -133,6 +140,7 @@ export class JobPanel extends Widget {
   private _chartsFinal = false;
   private readonly _lines: string[] = [];
   private readonly _status: HTMLDivElement;
+  private readonly _verdict: HTMLDivElement;
   private readonly _stop: HTMLButtonElement;
   private readonly _charts: HTMLDivElement;
   private readonly _log: HTMLPreElement;

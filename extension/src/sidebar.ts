@@ -1,5 +1,5 @@
 // The "Lane training" sidebar: jobs newest first (state, progress, accuracy, utilisation
-// sparkline, Stop) and snapshots (Restore into a new directory). Refreshed by a Poll that
+// sparkline, Stop, the doctor's verdict line) and snapshots (Restore into a new directory). Refreshed by a Poll that
 // stands by while the sidebar is hidden.
 import { Dialog, InputDialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { Poll } from '@lumino/polling';
@@ -146,6 +146,12 @@ export class LaneSidebar extends Widget {
         top.appendChild(stop);
       }
       item.append(top, bottom);
+      if (job.verdict && job.verdict_kind && job.verdict_kind !== 'unknown') {
+        const verdict = el('div', 'lanenb-verdict lanenb-job-verdict', job.verdict);
+        verdict.dataset.kind = job.verdict_kind;
+        verdict.title = job.verdict;
+        item.appendChild(verdict);
+      }
       this._jobs.appendChild(item);
     }
   }

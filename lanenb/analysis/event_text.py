@@ -50,6 +50,19 @@ def _system(ev: Event) -> str:
     return f"system: cpu {ev.get('cpu_percent')}% rss {ev.get('rss_mb')} MiB{gpu}"
 
 
+def _timing(ev: Event) -> str:
+    step_s = ev.get("step_s") or 0.0
+
+    def share(name: str) -> str:
+        value = ev.get(name)
+        return f"{(value or 0.0) / step_s:.0%}" if step_s > 0 and isinstance(value, (int, float)) else "-"
+
+    pause = f", paused {ev.get('pause_s'):.1f}s ({', '.join(ev.get('pause'))})" if ev.get("pause") else ""
+    return (f"timing: step {ev.get('step')} ({ev.get('steps')} steps) {step_s:.3g} s/step on {ev.get('host')}: "
+            f"data {share('data_s')} h2d {share('h2d_s')} compute {share('compute_s')} "
+            f"exchange {share('exchange_s')} optimizer {share('optimizer_s')}{pause}")
+
+
 def _error(ev: Event) -> str:
     tb = ev.get("traceback") or ""
     return f"ERROR {ev.get('type')}: {ev.get('message')}" + (f"\n{tb.rstrip()}" if tb else "")
@@ -65,14 +78,20 @@ def _log(ev: Event) -> str:
 
 _TEXT: dict[str, Callable[[Event], str]] = {
     "start": _start, "step": _step, "epoch": _epoch, "eval": _eval, "checkpoint": _checkpoint,
-    "system": _system, "error": _error, "end": _end, "log": _log,
+    "system": _system, "timing": _timing, "error": _error, "end": _end, "log": _log,
 }
+
+
+# periodic measurements of every rank: charted (system samples) or turned into the per-rank
+# breakdown and the doctor's verdict (timing windows), not logged line by line
+PERIODIC = frozenset({"system", "timing"})
 
 
 def event_text(ev: Event, *, system: bool = False) -> str | None:
     """One line (an error keeps its traceback lines) for ``ev``; ``None`` for ``system``
-    samples unless ``system`` (they arrive every few seconds per rank and are charted anyway)."""
-    if ev.kind == "system" and not system:
+    samples and ``timing`` windows unless ``system`` (they arrive every few seconds per rank
+    and are shown as charts, the step breakdown and the verdict anyway)."""
+    if ev.kind in PERIODIC and not system:
         return None
     fmt = _TEXT.get(ev.kind)
     if fmt is None:

@@ -27,11 +27,20 @@ if TYPE_CHECKING:
     from lanenb.jobs.job import Job
     from lanenb.jobs.updates import Update
 
-__all__ = ["RunState", "SYSTEM_FIELDS", "tail_state", "format_duration"]
+__all__ = ["RunState", "SYSTEM_FIELDS", "TIMING_FIELDS", "TIMING_HISTORY", "GPU_RECENT", "tail_state",
+           "fill_config", "format_duration"]
 
 # per-rank system samples kept as series (GPU fields only appear on GPU ranks)
 SYSTEM_FIELDS = ("cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb")
 _RATE_WINDOW = 20  # step events used for the ETA's rate
+# the per-step means of a ``timing`` window (docs/EVENTS.md), seconds
+TIMING_FIELDS = ("step_s", "data_s", "h2d_s", "compute_s", "exchange_s", "optimizer_s", "other_s")
+# timing windows kept per rank: enough for the doctor to ask "did it hold in 2 of the last 3?"
+# (one slow window is not a verdict), few enough that a 1000-rank run stays small
+TIMING_HISTORY = 3
+# raw GPU utilisation samples kept per rank (the series buckets merge them; the doctor wants the
+# latest ones as they were): at the default 2 s system interval, the last ~30 s
+GPU_RECENT = 16
 
 
 @dataclass
@@ -74,6 +83,15 @@ class RunState:
     duration_s: float | None = None
     checkpoint: str | None = None
     errors: list[dict[str, Any]] = field(default_factory=list)
+    # rank 0's resolved TrainConfig (loader workers, batch size: what the doctor's advice names)
+    config: dict[str, Any] = field(default_factory=dict)
+    # per rank: host from its start or timing event
+    hosts: dict[int, str] = field(default_factory=dict)
+    # per rank: the latest timing window's fields, ``host``, ``device``, ``pause_total_s`` and
+    # ``history`` (the last TIMING_HISTORY windows, oldest first; see ``_on_timing``)
+    timing: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # per rank: the last GPU_RECENT (t, gpu_util) samples, unbucketed
+    gpu_recent: dict[int, collections.deque] = field(default_factory=dict)
     # histories
     series: dict[str, BucketSeries] = field(default_factory=dict)
     epochs_hist: dict[str, BucketSeries] = field(default_factory=dict)
@@ -121,7 +139,7 @@ class RunState:
         event = line.event
         if event is not None:
             self.fold(event)
-            text = event_text(event)  # the console's wording; system samples are charted instead
+            text = event_text(event)  # the console's wording; system samples and timing windows are charted instead
             if text is not None:
                 rank = line.rank if line.rank is not None else event.rank
                 self.logs.append(LogLine(rank, text.splitlines()[0] if event.kind == "error" else text,
@@ -137,9 +155,13 @@ class RunState:
             handler(ev)
 
     def _on_start(self, ev: Event) -> None:
+        if isinstance(ev.get("host"), str):
+            self.hosts[ev.rank] = ev.get("host")
         if ev.rank != 0:
             return
         cfg = ev.get("config") or {}
+        if isinstance(cfg, dict):
+            self.config.update(cfg)  # the trainer's resolved values win over a spec's (fill_config)
         self.world_size = ev.get("world_size")
         self.engine = ev.get("engine")
         self.device = ev.get("device")
@@ -202,6 +224,42 @@ class RunState:
         if ev.get("gpu_mem_total_mb") is not None:
             last["gpu_mem_total_mb"] = ev.get("gpu_mem_total_mb")
         last["t"] = ev.t
+        util = ev.get("gpu_util")
+        if isinstance(util, (int, float)) and math.isfinite(util):
+            recent = self.gpu_recent.get(ev.rank)
+            if recent is None:
+                recent = self.gpu_recent[ev.rank] = collections.deque(maxlen=GPU_RECENT)
+            recent.append((ev.t, float(util)))
+
+    def _on_timing(self, ev: Event) -> None:
+        """A rank's step-time window (docs/EVENTS.md ``timing``): per-step means of where the
+        time went. Kept per rank as the latest fields plus the last ``TIMING_HISTORY`` windows,
+        so every view and the doctor read the same smoothed numbers."""
+        step_s = _seconds(ev.get("step_s"))
+        steps = ev.get("steps")
+        if step_s is None or step_s <= 0 or not isinstance(steps, int) or steps < 1:
+            return  # an empty or broken window says nothing about the step
+        window: dict[str, Any] = {"t": ev.t, "step": ev.get("step"), "steps": steps}
+        for name in TIMING_FIELDS:
+            window[name] = _seconds(ev.get(name)) or 0.0
+        window["step_s"] = step_s
+        entry = self.timing.setdefault(ev.rank, {"history": [], "pause_total_s": 0.0, "pauses": {}})
+        history = entry["history"]
+        if history and isinstance(window["step"], int) and history[-1].get("step") == window["step"]:
+            history[-1] = window  # the same window read twice (a log re-read): keep one
+        else:
+            history.append(window)
+            del history[:-TIMING_HISTORY]
+            pause_s = _seconds(ev.get("pause_s")) or 0.0
+            entry["pause_total_s"] += pause_s
+            for what in ev.get("pause") or []:
+                if isinstance(what, str) and len(entry["pauses"]) < 8:
+                    entry["pauses"][what] = entry["pauses"].get(what, 0) + 1
+        entry.update({k: v for k, v in window.items()})
+        entry["device"] = ev.get("device") if isinstance(ev.get("device"), str) else entry.get("device")
+        if isinstance(ev.get("host"), str):
+            self.hosts[ev.rank] = ev.get("host")
+        entry["host"] = self.hosts.get(ev.rank)
 
     def _on_error(self, ev: Event) -> None:
         if len(self.errors) < 20:  # the first errors are the causes; later ones are fallout
@@ -285,8 +343,30 @@ class RunState:
         return out[::-1]
 
     def ranks(self) -> list[int]:
-        seen = {e.rank for e in self.logs if e.rank is not None} | set(self.system)
+        seen = {e.rank for e in self.logs if e.rank is not None} | set(self.system) | set(self.timing)
         return sorted(seen)
+
+    def breakdown(self) -> dict[int, dict[str, float]]:
+        """Per rank, where a step's time goes over its kept timing windows: the shares (0..1)
+        of ``data``, ``compute``, ``exchange`` and ``other`` (host-to-device copy, optimizer
+        step and the rest), and ``step_s`` (seconds per step).
+
+        Time-weighted (each window counts by its steps x seconds), so the shares add up to 1
+        and a long window weighs what it lasted. Empty before the first ``timing`` event."""
+        out: dict[int, dict[str, float]] = {}
+        for rank in sorted(self.timing):
+            history = self.timing[rank]["history"]
+            total = sum(w["step_s"] * w["steps"] for w in history)
+            steps = sum(w["steps"] for w in history)
+            if total <= 0 or steps <= 0:
+                continue
+            shares = {part: sum(sum(w[f] for f in fields) * w["steps"] for w in history) / total
+                      for part, fields in _PARTS.items()}
+            shares = {k: min(1.0, max(0.0, v)) for k, v in shares.items()}
+            shares["other"] = max(0.0, 1.0 - shares["data"] - shares["compute"] - shares["exchange"])
+            shares["step_s"] = total / steps
+            out[rank] = shares
+        return out
 
     def summary(self) -> str:
         """One status line: state, progress, loss, throughput, ETA."""
@@ -318,6 +398,8 @@ class RunState:
             "series": {k: v.to_dict() for k, v in self.series.items()},
             "epochs": {k: v.to_dict() for k, v in self.epochs_hist.items()},
             "system": {str(r): {k: v.to_dict() for k, v in t.items()} for r, t in self.system.items()},
+            "timing": {str(r): {k: v for k, v in t.items() if k != "history"} for r, t in self.timing.items()},
+            "breakdown": {str(r): v for r, v in self.breakdown().items()},
             "lines_seen": self.lines_seen,
         }
 
@@ -330,7 +412,34 @@ def tail_state(job: Job, lines: int = 400) -> RunState:
     metrics = job.metrics or {}
     if state.test is None and isinstance(metrics.get("test"), dict):
         state.test = dict(metrics["test"])
+    fill_config(state, job)
     return state
+
+
+def fill_config(state: RunState, job: Job) -> None:
+    """The loader and batch settings from the job's spec where the log gave none (a tail of a
+    long log has no start event; a start event's config wins when it comes): the doctor's
+    advice names them ("loader workers 2 -> try 6"), the same on every face."""
+    spec = getattr(job, "spec", None)
+    workers = getattr(spec, "num_workers", None)
+    if isinstance(workers, int) and not isinstance(workers, bool):
+        state.config.setdefault("num_workers", workers)
+        state.config.setdefault("use_workers", workers > 0)
+    batch = getattr(spec, "batch_size", None)
+    if isinstance(batch, int) and not isinstance(batch, bool):
+        state.config.setdefault("batch_size", batch)
+
+
+# the four parts a step is shown as (charts, the doctor): the rest of the timing fields are "other"
+_PARTS = {"data": ("data_s",), "compute": ("compute_s",), "exchange": ("exchange_s",),
+          "other": ("h2d_s", "optimizer_s", "other_s")}
+
+
+def _seconds(value: Any) -> float | None:
+    """A non-negative finite number of seconds, else None (non-finite values arrive as null)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return max(0.0, float(value))
 
 
 def format_duration(seconds: float) -> str:

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lanenb.analysis.runstate import format_duration
+from lanenb.analysis.doctor import diagnose
+from lanenb.analysis.runstate import RunState, format_duration
 from lanenb.contract.spec import SpecError
 from lanenb.home import lanenb_home
 from lanenb.jobs import Job, TrainSpec, get_job, submit
@@ -30,7 +31,8 @@ from lanenb.tables import Table
 from lanenb_trainer.errors import UserError
 from lanenb_trainer.events import Event
 
-__all__ = ["ScalePoint", "ScalingReport", "measure", "point_from_events", "from_jobs", "ScalingError"]
+__all__ = ["ScalePoint", "ScalingReport", "measure", "point_from_events", "step_split", "from_jobs",
+           "ScalingError"]
 
 
 class ScalingError(UserError, RuntimeError):
@@ -50,6 +52,10 @@ class ScalePoint:
     train_frames: int | None
     util_kind: str  # "gpu" (gpu_util %) or "cpu" (cpu_percent, 100 = one core)
     utilisation: dict[int, float] = field(default_factory=dict)  # rank -> mean over the run
+    # mean shares over ranks of data / compute / exchange / other in a post-warm-up step (from
+    # the ranks' timing events); None for runs without timing and reports saved before it
+    breakdown: dict[str, float] | None = None
+    verdict: str | None = None  # the doctor's line at the run's end ("exchange-bound: 38% ...")
 
 
 def _median(values: Sequence[float]) -> float:
@@ -67,7 +73,12 @@ def point_from_events(processes: int, job: str, events: Iterable[Event], warmup:
     util: dict[int, list[float]] = {}
     gpu_util: dict[int, list[float]] = {}
     batch = frames = None
+    timing: list[Event] = []
+    state = RunState(max_points=64, max_log_lines=1)  # the doctor's verdict at the run's end
     for ev in events:
+        state.fold(ev)
+        if ev.kind == "timing":
+            timing.append(ev)
         if ev.kind == "start" and ev.rank == 0:
             batch = (ev.get("config") or {}).get("batch_size")
             frames = ev.get("train_frames")
@@ -85,8 +96,36 @@ def point_from_events(processes: int, job: str, events: Iterable[Event], warmup:
         raise ScalingError(f"run {job!r} ({processes} ranks) reported no step after the {warmup} warm-up "
                            f"steps: give more --steps or fewer --warmup steps")
     kind, table = ("gpu", gpu_util) if gpu_util else ("cpu", util)
+    verdict = diagnose(state) if state.timing else None
     return ScalePoint(processes, job, _median(ips), _median(step_times), len(ips), batch, frames, kind,
-                      {r: sum(v) / len(v) for r, v in sorted(table.items())})
+                      {r: sum(v) / len(v) for r, v in sorted(table.items())}, step_split(timing, warmup),
+                      None if verdict is None or verdict.kind == "unknown" else str(verdict))
+
+
+def step_split(events: Iterable[Event], warmup: int = 0) -> dict[str, float] | None:
+    """Where a step goes in a run: each rank's time-weighted shares of data / compute /
+    exchange / other over its ``timing`` windows after ``warmup`` steps, averaged over ranks
+    (None without such windows). The windows that start inside the warm-up are left out, like
+    the step events, so start-up does not count as data wait."""
+    totals: dict[int, dict[str, float]] = {}
+    for ev in events:
+        steps, step_s, step = ev.get("steps"), ev.get("step_s"), ev.get("step")
+        if (ev.kind != "timing" or not isinstance(steps, int) or steps < 1 or not isinstance(step, int)
+                or not isinstance(step_s, (int, float)) or step_s <= 0 or step - steps < warmup):
+            continue
+        acc = totals.setdefault(ev.rank, {"time": 0.0, "data": 0.0, "compute": 0.0, "exchange": 0.0})
+        acc["time"] += step_s * steps
+        for part in ("data", "compute", "exchange"):
+            value = ev.get(f"{part}_s")
+            acc[part] += float(value) * steps if isinstance(value, (int, float)) and value >= 0 else 0.0
+    if not totals:
+        return None
+    per_rank = []
+    for acc in totals.values():
+        shares = {p: min(1.0, acc[p] / acc["time"]) for p in ("data", "compute", "exchange")}
+        shares["other"] = max(0.0, 1.0 - sum(shares.values()))
+        per_rank.append(shares)
+    return {p: sum(s[p] for s in per_rank) / len(per_rank) for p in ("data", "compute", "exchange", "other")}
 
 
 @dataclass
@@ -131,6 +170,7 @@ class ScalingReport:
                 "ideal": ideal, "efficiency": speedup / ideal, "exchange_share": exchange,
                 "step_time_s": p.step_time_s, "steps": p.steps_measured, "batch_per_rank": p.batch_per_rank,
                 "util_kind": p.util_kind, "utilisation": dict(p.utilisation), "projected_s": seconds,
+                "breakdown": dict(p.breakdown) if p.breakdown else None, "verdict": p.verdict,
             })
         return out
 
@@ -169,23 +209,35 @@ class ScalingReport:
     def table(self) -> Table:
         """The report as a table (with the speed-up chart)."""
         head = ["ranks", "images/s", "speed-up", "ideal", "efficiency", "exchange+contention",
-                "utilisation per rank", f"projected: {self.frames or self.base.train_frames} frames x {self.epochs} ep"]
+                "utilisation per rank", f"projected: {self.frames or self.base.train_frames} frames x {self.epochs} ep",
+                "step: data/compute/exchange/other", "verdict"]
         body = []
-        for r in self.rows():
+        rows = self.rows()
+        for r in rows:
             util = " ".join(f"{v:.0f}" for v in r["utilisation"].values()) + (" GPU%" if r["util_kind"] == "gpu"
                                                                                  else " CPU%")
             body.append([str(r["processes"]), f"{r['images_per_s']:.1f}", f"{r['speedup']:.2f}x",
                          f"{r['ideal']:.0f}x", f"{r['efficiency']:.0%}",
                          "-" if r["exchange_share"] is None else f"{r['exchange_share']:.0%}", util,
-                         "-" if r["projected_s"] is None else format_duration(r["projected_s"])])
+                         "-" if r["projected_s"] is None else format_duration(r["projected_s"]),
+                         _split_text(r["breakdown"]), r["verdict"].split(":", 1)[0] if r["verdict"] else "-"])
+        notes = [f"{r['processes']} ranks: {r['verdict']}" for r in rows if r["verdict"]]
         return Table(head, body, title=f"{self.mode} scaling (from the runs' step events, warm-up dropped)",
-                     png=self.png())
+                     note="\n".join(notes), png=self.png())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()
 
     def __repr__(self) -> str:
         return self.table().text()
+
+
+def _split_text(split: Mapping[str, float] | None) -> str:
+    """``5/80/12/3%``: a step's data / compute / exchange / other shares; "-" for a run without
+    timing (a report saved before timing existed)."""
+    if not split:
+        return "-"
+    return "/".join(f"{100 * split.get(p, 0.0):.0f}" for p in ("data", "compute", "exchange", "other")) + "%"
 
 
 def _run_one(spec: TrainSpec, timeout: float) -> Job:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.runstate import RunState, tail_state
 
 if TYPE_CHECKING:
@@ -59,9 +60,13 @@ def job_summary(job: Job, state: RunState, *, now: float | None = None) -> dict[
         ``status`` (the state with its reason, as tables show it); ``progress`` (0..1),
         ``step``, ``total_steps``, ``eta_s`` (only while running); ``accuracy`` with
         ``accuracy_split`` ("test" or "val"); ``loss``, ``summary`` (one status line),
-        ``final`` (nothing will change any more), ``utilisation`` and ``error`` (None).
+        ``final`` (nothing will change any more), ``utilisation``, ``error`` (None);
+        ``verdict`` (the doctor's line, e.g. "input-bound: ranks wait 41% of each step for
+        data; ..."), ``verdict_kind`` (its first word) and ``breakdown`` (per rank, as a string
+        key: the shares of data / compute / exchange / other and ``step_s``).
     """
     acc = state.accuracy()
+    verdict = diagnose(state)
     return {
         "name": job.name, "backend": job.backend_name, "created": job.created, "age_s": _age(job, now),
         "run_dir": job.run_dir,
@@ -72,6 +77,8 @@ def job_summary(job: Job, state: RunState, *, now: float | None = None) -> dict[
         "accuracy": acc, "accuracy_split": None if acc is None else ("test" if state.test else "val"),
         "loss": state.loss, "summary": state.summary(), "final": state.finished or state.state == "lost",
         "utilisation": utilisation(state), "error": None,
+        "verdict": str(verdict), "verdict_kind": verdict.kind,
+        "breakdown": {str(r): v for r, v in state.breakdown().items()},
     }
 
 
@@ -86,6 +93,7 @@ def error_summary(job: Job, exc: BaseException, *, now: float | None = None) -> 
         "progress": None, "step": None, "total_steps": None, "eta_s": None, "accuracy": None,
         "accuracy_split": None, "loss": None, "summary": None, "final": False,
         "utilisation": {"metric": None, "values": [], "last": {}}, "error": error,
+        "verdict": None, "verdict_kind": None, "breakdown": {},
     }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only: matplotlib is imported when a chart is drawn, analysis sits above
@@ -21,7 +21,11 @@ if TYPE_CHECKING:  # types only: matplotlib is imported when a chart is drawn, a
     from lanenb.analysis.scaling import ScalingReport
     from lanenb.analysis.series import BucketSeries
 
-__all__ = ["render_run", "render_histogram", "png_bytes"]
+__all__ = ["render_run", "render_breakdown", "render_histogram", "render_scaling", "png_bytes", "STEP_PARTS"]
+
+# the parts of a step as every face draws them (name, colour): the per-rank stacked bars here,
+# the scaling chart and the sidebar's bars (extension/src/charts.ts uses the same colours)
+STEP_PARTS = (("data", "#ef6c00"), ("compute", "#2e7d32"), ("exchange", "#c62828"), ("other", "#9e9e9e"))
 
 _LOCK = threading.Lock()  # matplotlib's text/font caches are shared: one render at a time
 _DPI = 72
@@ -55,12 +59,22 @@ def _empty(ax: Axes, text: str) -> None:
     ax.set_yticks([])
 
 
-def render_run(state: RunState, title: str = "") -> bytes:
+def render_run(state: RunState, title: str = "", verdict: str | None = None) -> bytes:
     """Four panels: loss + LR per step, val accuracy/FP/FN per epoch, throughput, per-rank
-    GPU utilisation and memory (CPU % and RSS on ranks without a GPU)."""
+    GPU utilisation and memory (CPU % and RSS on ranks without a GPU); once the ranks report
+    step timing, a fifth beside them: where each rank's step goes (data / compute / exchange /
+    other), titled with the doctor's ``verdict`` line when given."""
+    breakdown = state.breakdown()
     with _LOCK:
-        fig = _figure(11.0, 6.4)
-        (a_loss, a_val), (a_tput, a_sys) = fig.subplots(2, 2)
+        if breakdown:
+            fig = _figure(15.0, 6.4)
+            grid = fig.add_gridspec(2, 3, width_ratios=[1.0, 1.0, 0.62])
+            a_loss, a_val = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+            a_tput, a_sys = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
+            _render_breakdown(fig.add_subplot(grid[:, 2]), breakdown, state.hosts, verdict)
+        else:
+            fig = _figure(11.0, 6.4)
+            (a_loss, a_val), (a_tput, a_sys) = fig.subplots(2, 2)
         if title:
             fig.suptitle(title, fontsize=11)
         # loss and learning rate
@@ -128,6 +142,65 @@ def _render_system(ax: Axes, state: RunState) -> None:
     ax.set_title("per rank: " + ("GPU utilisation and memory" if gpu else "CPU and memory (no GPU)"), fontsize=10)
 
 
+def _stacked(ax: Axes, labels: Sequence[str], shares: Sequence[Mapping[str, float] | None],
+             horizontal: bool) -> None:
+    """One stacked bar per label (shares of data / compute / exchange / other, 0..1), each
+    part labelled with its percentage when wide enough to read; a None bar is left empty."""
+    pos = list(range(len(labels)))
+    start = [0.0] * len(labels)
+    for part, colour in STEP_PARTS:
+        sizes = [float(s.get(part, 0.0)) if s else 0.0 for s in shares]
+        if horizontal:
+            ax.barh(pos, sizes, left=start, color=colour, label=part, height=0.6)
+        else:
+            ax.bar(pos, sizes, bottom=start, color=colour, label=part, width=0.6)
+        for i, size in enumerate(sizes):
+            if size >= 0.08:
+                x, y = (start[i] + size / 2, i) if horizontal else (i, start[i] + size / 2)
+                ax.text(x, y, f"{size:.0%}", ha="center", va="center", fontsize=8, color="white")
+        start = [a + b for a, b in zip(start, sizes)]
+    if horizontal:
+        ax.set_yticks(pos, list(labels))
+        ax.set_xlim(0, 1)
+        ax.set_ylim(max(len(labels), 5) - 0.5, -0.5)  # rank 0 on top; a few ranks keep slim bars
+    else:
+        ax.set_xticks(pos, list(labels))
+        ax.set_ylim(0, 1)
+
+
+def _render_breakdown(ax: Axes, breakdown: Mapping[int, Mapping[str, float]], hosts: Mapping[int, str],
+                      verdict: str | None) -> None:
+    ranks = sorted(breakdown)
+    labels = [f"rank {r}" + (f"\n{hosts[r]}" if hosts.get(r) and len(set(hosts.values())) > 1 else "")
+              for r in ranks]
+    _stacked(ax, labels, [breakdown[r] for r in ranks], horizontal=True)
+    for i, r in enumerate(ranks):
+        ax.annotate(f"{breakdown[r]['step_s']:.3g} s/step", (1.0, i), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=8, annotation_clip=False)
+    ax.xaxis.set_major_formatter("{x:.0%}")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=4, frameon=False)
+    title = "where a step goes, per rank (last timing windows)"
+    if verdict:
+        import textwrap
+
+        title += "\n" + textwrap.fill(verdict, 48)
+    ax.set_title(title, fontsize=9, loc="left")
+
+
+def render_breakdown(breakdown: Mapping[int, Mapping[str, float]], hosts: Mapping[int, str] | None = None,
+                     verdict: str | None = None) -> bytes:
+    """The per-rank stacked bar alone (``RunState.breakdown()``): data / compute / exchange /
+    other shares of each rank's step, with its seconds per step and the verdict as title."""
+    with _LOCK:
+        fig = _figure(5.2, 1.8 + 0.35 * max(5, len(breakdown)))
+        ax = fig.subplots()
+        if breakdown:
+            _render_breakdown(ax, breakdown, hosts or {}, verdict)
+        else:
+            _empty(ax, "step timing: waiting for the first window")
+        return png_bytes(fig)
+
+
 def render_histogram(counts: Sequence[int], labels: Sequence[str], title: str, xlabel: str) -> bytes:
     """A bar chart (e.g. lanes per frame), for the dataset preview."""
     with _LOCK:
@@ -145,9 +218,13 @@ def render_histogram(counts: Sequence[int], labels: Sequence[str], title: str, x
 def render_scaling(report: ScalingReport) -> bytes:
     """Speed-up against ideal per rank count, and images/s (a ``lanenb.analysis.scaling.ScalingReport``)."""
     rows = report.rows()
+    split = any(r.get("breakdown") for r in rows)
     with _LOCK:
-        fig = _figure(9.0, 3.4)
-        a_speed, a_ips = fig.subplots(1, 2)
+        fig = _figure(13.5 if split else 9.0, 3.4)
+        if split:
+            a_speed, a_ips, a_split = fig.subplots(1, 3)
+        else:
+            a_speed, a_ips = fig.subplots(1, 2)
         ranks = [r["processes"] for r in rows]
         a_speed.plot(ranks, [r["ideal"] for r in rows], ls="--", color="grey", label="ideal")
         a_speed.plot(ranks, [r["speedup"] for r in rows], marker="o", color="C0", label="measured")
@@ -163,6 +240,13 @@ def render_scaling(report: ScalingReport) -> bytes:
         a_ips.set_xlabel("ranks")
         a_ips.set_ylabel("images/s (all ranks)")
         a_ips.set_title("throughput", fontsize=10)
+        if split:  # what stopped the next rank count from helping
+            _stacked(a_split, [str(n) for n in ranks], [r.get("breakdown") for r in rows], horizontal=False)
+            a_split.set_xlabel("ranks")
+            a_split.set_ylabel("share of a step (mean over ranks)")
+            a_split.yaxis.set_major_formatter("{x:.0%}")
+            a_split.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+            a_split.set_title("where a step goes", fontsize=10)
         return png_bytes(fig)
 
 

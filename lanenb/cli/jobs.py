@@ -23,8 +23,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--refresh", action="store_true", help="ask each unfinished job's backend for its state")
     p.set_defaults(func=_list)
 
-    p = sub.add_parser("show", help="status, spec, metrics and backend detail of one job")
+    p = sub.add_parser("show", help="the doctor's verdict (why the run is slow), then status, spec, metrics and "
+                                    "backend detail of one job")
     p.add_argument("name")
+    p.add_argument("--json", action="store_true", help="only the JSON (the verdict in its 'verdict' field)")
+    p.add_argument("--lines", type=int, default=SHOW_LINES, metavar="N",
+                   help=f"log lines read for the verdict (default {SHOW_LINES}: the latest timing windows "
+                        f"of every rank)")
     p.set_defaults(func=_show)
 
     p = sub.add_parser("logs", help="print a job's output (rank-tagged)")
@@ -42,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("name")
     p.add_argument("--timeout", type=float, default=None, help="seconds (default: no limit)")
     p.set_defaults(func=_wait)
+
+
+SHOW_LINES = 5000  # enough for the last timing windows of every rank, even after a long test evaluation
 
 
 def _fmt_time(ts: float | None) -> str:
@@ -99,8 +107,21 @@ def _show(args: argparse.Namespace) -> int:
     job = _get(args.name)
     if job is None:
         return 2
+    from lanenb.analysis.doctor import diagnose
+    from lanenb.analysis.runstate import tail_state
+
+    if args.lines < 1:
+        print(f"error: --lines must be >= 1, got {args.lines}", file=sys.stderr)
+        return 2
     job.status()
-    print(json.dumps(job.describe(), indent=2, default=str))
+    # running or finished alike: the log holds every rank's timing events (a run dir's
+    # events.jsonl only rank 0's), so the verdict is read from the log's tail
+    verdict = diagnose(tail_state(job, args.lines))
+    info = job.describe()
+    info["verdict"] = verdict.to_dict()
+    if not args.json:
+        print(verdict)
+    print(json.dumps(info, indent=2, default=str))
     return 0
 
 

@@ -214,7 +214,8 @@ class LaneMagics(Magics):
     @argument("--limit", type=int, default=20, help="newest N jobs (default 20)")
     @_user_errors
     def lanejobs(self, line: str) -> None:
-        """A table of lanenb jobs, newest first: name, backend, status, progress, accuracy, age."""
+        """A table of lanenb jobs, newest first: name, backend, status, progress, accuracy, age and
+        the doctor's verdict (why a run is slow: input-bound, straggler, exchange-bound, ...)."""
         args = parse_argstring(self.lanejobs, line)
         if args.limit < 1:
             raise UsageError(f"--limit must be >= 1, got {args.limit}")
@@ -351,7 +352,7 @@ def _metrics_text(job: Job) -> str:
 class JobTable:
     """``%lanejobs``' output: an HTML table in JupyterLab, aligned text elsewhere."""
 
-    COLUMNS = ("name", "backend", "status", "progress", "accuracy", "age")
+    COLUMNS = ("name", "backend", "status", "progress", "accuracy", "age", "verdict")
 
     def __init__(self, jobs: list[Job]) -> None:
         self.rows = [self._row(summary) for summary in job_summaries(jobs)]
@@ -367,8 +368,12 @@ class JobTable:
         acc = summary["accuracy"]
         accuracy = "-" if acc is None else f"{acc:.4f} {summary['accuracy_split']}"
         age = "-" if summary["age_s"] is None else format_duration(summary["age_s"])
+        # a job that never reported timing (before it started, timing off) shows "-", not "unknown: ..."
+        verdict = summary.get("verdict") if summary.get("verdict_kind") not in (None, "unknown") else None
+        if verdict is None and summary.get("verdict_kind") == "unknown" and summary.get("breakdown"):
+            verdict = summary["verdict"]
         return {"name": summary["name"], "backend": summary["backend"], "status": summary["status"],
-                "progress": progress, "accuracy": accuracy, "age": age}
+                "progress": progress, "accuracy": accuracy, "age": age, "verdict": verdict or "-"}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()

@@ -1,11 +1,12 @@
 """``JobView``: the live view of one job, used by ``%lanetrain``, ``%laneshow`` and the panel.
 
-A status line, a progress bar with ETA, a per-rank table, charts (loss and LR, validation,
-throughput, per-rank GPU or CPU/RSS) and a bounded log pane with a rank filter and errors in
-red. One background thread per view polls ``Job.poll`` and folds the updates into a
-``RunState`` (the one reducer): the kernel's main thread is never used, so cells stay
-responsive while the job trains. The thread pauses for good once the job is final and stops
-when the widget is closed.
+A status line, the doctor's verdict (why the run is slow, e.g. "input-bound: ranks wait 41% of
+each step for data; ..."), a progress bar with ETA, a per-rank table, charts (loss and LR,
+validation, throughput, per-rank GPU or CPU/RSS, where each rank's step goes) and a bounded
+log pane with a rank filter and errors in red. One background thread per view polls
+``Job.poll`` and folds the updates into a ``RunState`` (the one reducer): the kernel's main
+thread is never used, so cells stay responsive while the job trains. The thread pauses for
+good once the job is final and stops when the widget is closed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from lanenb.analysis.runstate import RunState, format_duration
+from lanenb.analysis.doctor import diagnose
+from lanenb.analysis.runstate import RunState, fill_config, format_duration
 from lanenb.charts.png import render_run
 from lanenb.jobs.job import Job
 from lanenb.notebook.fallback import StaticFallback
@@ -28,6 +30,10 @@ __all__ = ["JobView"]
 
 # the newest view of each job in this kernel: a second view starts from its state and cursor
 _VIEWS: weakref.WeakValueDictionary[str, JobView] = weakref.WeakValueDictionary()
+
+# the verdict line's colour by kind: a named bottleneck stands out, healthy is quiet
+_VERDICT_COLOURS = {"input-bound": "#ef6c00", "straggler": "#c62828", "exchange-bound": "#c62828",
+                    "gpu-underused": "#ef6c00", "healthy": "#2e7d32", "unknown": "#6d6d6d"}
 
 _STATE_COLOURS = {"running": "#1565c0", "pending": "#6d6d6d", "succeeded": "#2e7d32", "failed": "#c62828",
                   "cancelled": "#ef6c00", "suspended": "#6d6d6d", "restarting": "#ef6c00", "unknown": "#6d6d6d"}
@@ -84,8 +90,10 @@ class JobView(StaticFallback, widgets.VBox):
                 self._png = earlier._png
         else:
             self.state, self.cursor = RunState(), None
+            fill_config(self.state, job)  # the doctor's advice names the spec's loader workers
 
         self.title = widgets.HTML()
+        self.verdict = widgets.HTML()
         self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="progress",
                                               bar_style="info", layout=widgets.Layout(width="60%"))
         self.eta = widgets.Label()
@@ -102,8 +110,8 @@ class JobView(StaticFallback, widgets.VBox):
         self.errors_only.observe(lambda _c: self._render_log(), names="value")
         self.log_pane = widgets.HTML()
         super().__init__(children=[
-            self.title, widgets.HBox([self.progress, self.eta, self.stop_button]), self.banner, self.ranks,
-            self.charts, widgets.HBox([self.rank_filter, self.errors_only]), self.log_pane,
+            self.title, self.verdict, widgets.HBox([self.progress, self.eta, self.stop_button]), self.banner,
+            self.ranks, self.charts, widgets.HBox([self.rank_filter, self.errors_only]), self.log_pane,
         ], **kwargs)
         _VIEWS[job.name] = self
         self._render(charts=False)  # charts are drawn by the thread: the magic returns at once
@@ -220,6 +228,12 @@ class JobView(StaticFallback, widgets.VBox):
             title = (f"<b>{html.escape(self.job.name)}</b> ({html.escape(self.job.backend_name)}) "
                      f"<span style='color:{colour};font-weight:bold'>{html.escape(s.state)}</span> "
                      f"{html.escape(where)}<br><code>{html.escape(s.summary())}</code>")
+            verdict = diagnose(s)
+            timing_off = s.config.get("timing_every") == 0 or (not s.timing and s.state != "running")
+            verdict_html = ("" if verdict.kind == "unknown" and timing_off else
+                            f"<span style='color:{_VERDICT_COLOURS.get(verdict.kind, '#6d6d6d')}'>"
+                            f"<b>{html.escape(verdict.kind)}</b>: {html.escape(str(verdict)[len(verdict.kind) + 2:])}"
+                            f"</span>")
             progress = s.progress
             eta = s.eta_s
             errors = list(s.errors)
@@ -228,13 +242,14 @@ class JobView(StaticFallback, widgets.VBox):
             png = None
             chart_key = (s.events_seen, s.state)  # a new state alone (the end) retitles the chart
             if charts and chart_key != self._charted_events:
-                png = render_run(s, title=f"{self.job.name}: {s.state}")
+                png = render_run(s, title=f"{self.job.name}: {s.state}", verdict=str(verdict))
                 self._charted_events = chart_key
         if png is not None:
             self._png = png
             self._charted_at = time.monotonic()
         with self.hold_sync():
             self.title.value = title
+            self.verdict.value = verdict_html
             if progress is not None:
                 self.progress.value = progress
             self.progress.bar_style = {"succeeded": "success", "failed": "danger",
@@ -256,19 +271,29 @@ class JobView(StaticFallback, widgets.VBox):
 
     def _rank_table(self) -> str:
         last = self.state.system_last
-        if not last:
+        split = self.state.breakdown()
+        if not last and not split:
             return ""
         gpu = any("gpu_util" in v for v in last.values())
-        head = "<th>rank</th>" + ("<th>GPU %</th><th>GPU MiB</th>" if gpu else "") + "<th>CPU %</th><th>RSS MiB</th>"
+        hosts = self.state.hosts
+        multi = len(set(hosts.values())) > 1
+        head = ["rank"] + (["host"] if multi else []) + (["GPU %", "GPU MiB"] if gpu else []) + ["CPU %", "RSS MiB"]
+        if split:
+            head += ["s/step", "data", "compute", "exchange", "other"]
         rows = []
-        for rank in sorted(last):
-            v = last[rank]
-            cells = [str(rank)]
+        for rank in sorted(set(last) | set(split)):
+            v = last.get(rank, {})
+            cells = [str(rank)] + ([html.escape(hosts.get(rank, "-"))] if multi else [])
             if gpu:
                 cells += [_fmt(v.get("gpu_util")), f"{_fmt(v.get('gpu_mem_mb'))} / {_fmt(v.get('gpu_mem_total_mb'))}"]
             cells += [_fmt(v.get("cpu_percent")), _fmt(v.get("rss_mb"))]
+            if split:
+                b = split.get(rank)
+                cells += ([f"{b['step_s']:.3g}"] + [f"{b[p]:.0%}" for p in ("data", "compute", "exchange", "other")]
+                          if b else ["-"] * 5)
             rows.append("<tr>" + "".join(f"<td style='padding:0 8px'>{c}</td>" for c in cells) + "</tr>")
-        return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+        heads = "".join(f"<th>{h}</th>" for h in head)
+        return f"<table><tr>{heads}</tr>{''.join(rows)}</table>"
 
     def _render_log(self) -> None:
         with self._lock:
@@ -294,7 +319,10 @@ class JobView(StaticFallback, widgets.VBox):
         with self._lock:
             tail = self.state.log_tail(15)
             summary = self.state.summary()
+            verdict = diagnose(self.state)
         lines = [f"{self.job.name} ({self.job.backend_name}): {summary}"]
+        if self.state.timing:
+            lines.append(str(verdict))
         lines += [f"[{'launcher' if e.rank is None else e.rank}] {e.text}" for e in tail]
         return "\n".join(lines)
 

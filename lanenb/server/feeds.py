@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.event_text import event_text
-from lanenb.analysis.runstate import RunState
+from lanenb.analysis.runstate import RunState, fill_config
 from lanenb.errors import UserError
 from lanenb.jobs import get_job
 from lanenb.jobs.updates import Update, UpdateBatch, split_cursor
@@ -40,7 +41,7 @@ MAX_POINTS = 256   # buckets per chart series (``BucketSeries``)
 
 def update_dict(update: Update) -> dict[str, Any]:
     """An update as the browser reads it: ``display`` is the line in words (``event_text``),
-    None for system samples (charted, not logged)."""
+    None for system samples and timing windows (charted, not logged)."""
     out: dict[str, Any] = {"cursor": update.cursor}
     if update.status is not None:
         out["status"] = update.status.to_dict()
@@ -79,6 +80,7 @@ class JobFeed:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.job = job
         self.state = RunState(max_points=MAX_POINTS, max_log_lines=1)  # the log pane is fed from updates
+        fill_config(self.state, job)  # the doctor's advice names the spec's loader workers until the start event
         self.cursor: str | None = None
         self.final = False
         self.status: dict[str, Any] | None = None
@@ -132,10 +134,12 @@ class JobFeed:
     # ------------------------------------------------------------------ serving
     def view(self) -> dict[str, Any]:
         """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
-        metrics per epoch, per-rank system samples), plus the headline ``accuracy``."""
+        metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
+        plus the headline ``accuracy`` and the doctor's ``verdict`` (``Verdict.to_dict()``)."""
         with self._lock:
             data = self.state.to_dict()
             data["accuracy"] = self.state.accuracy()
+            data["verdict"] = diagnose(self.state).to_dict()
         data.pop("errors", None)  # tracebacks: the log shows them
         data["name"] = self.job.name
         return data

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
+import textwrap
+import time
+
+import pytest
 
 from lanenb.cli import main
 
@@ -29,8 +34,13 @@ def test_jobs_cli_list_show_logs_wait(tiny_job, capsys):
     assert sorted((e["rank"], e["step"]) for e in events) == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
     assert main(["jobs", "show", job.name]) == 0
-    info = json.loads(capsys.readouterr().out)
+    first, rest = capsys.readouterr().out.split("\n", 1)
+    assert first == "unknown: no step timing yet"  # the tiny program reports no timing
+    info = json.loads(rest)
     assert info["state"] == "succeeded" and info["backend_detail"]["exit"]["returncode"] == 0
+    assert info["verdict"]["kind"] == "unknown"
+    assert main(["jobs", "show", job.name, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"]["line"] == first
 
 
 def test_jobs_cli_wait_timeout_and_cancel(tiny_job, capsys):
@@ -40,6 +50,60 @@ def test_jobs_cli_wait_timeout_and_cancel(tiny_job, capsys):
     assert main(["jobs", "cancel", job.name]) == 0
     assert capsys.readouterr().out.strip() == f"{job.name}: cancelled: cancelled by user"
     assert main(["jobs", "wait", job.name]) == 1
+
+
+TIMING_PROGRAM = textwrap.dedent(
+    """
+    import json, os, sys, time
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    slow = float(sys.argv[1])  # rank 1's compute per step over rank 0's
+    for window in range(1, 4):
+        busy = 0.2 * (slow if rank == 1 else 1.0)
+        wait = 0.2 * (slow - 1.0) if rank == 0 else 0.0
+        print("@lanenb " + json.dumps({"v": 1, "t": time.time(), "rank": rank, "kind": "timing", "step": 10 * window,
+              "steps": 10, "host": f"host-{rank}", "device": "cpu", "step_s": busy + wait + 0.01, "data_s": 0.0,
+              "h2d_s": 0.0, "compute_s": busy, "exchange_s": wait + 0.01, "optimizer_s": 0.0, "other_s": 0.0,
+              "pause_s": 0.0, "pause": []}), flush=True)
+    open(os.path.join(os.environ["LANE_RUN_DIR"], f"reported-{rank}"), "w").close()
+    time.sleep(float(sys.argv[2]))
+    """
+)
+
+
+@pytest.mark.parametrize("keep_running", [True, False])
+def test_jobs_show_names_the_bottleneck_of_a_running_or_finished_job(rank_program, tmp_path, capsys, keep_running):
+    """`lanenb jobs show` starts with the doctor's line, read from every rank's timing events
+    in the job's log (a run dir's events.jsonl holds rank 0's only)."""
+    from lanenb.jobs import TrainSpec, submit
+
+    program = tmp_path / "timing_rank.py"
+    program.write_text(TIMING_PROGRAM)
+    run_dir = tmp_path / "run"
+    spec = TrainSpec(dataset=str(tmp_path), processes=2, run_dir=str(run_dir), env={"LANE_RUN_DIR": str(run_dir)})
+    job = submit(spec, program=[sys.executable, str(program), "1.5", "60" if keep_running else "0"],
+                 trainer_args=False, grace=2.0)
+    try:
+        if keep_running:
+            deadline = time.monotonic() + 60
+            while not all((run_dir / f"reported-{r}").exists() for r in (0, 1)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)  # the supervisor copies the lines to job.log
+        else:
+            assert job.wait(timeout=60).state.value == "succeeded"
+        assert main(["jobs", "show", job.name]) == 0
+        line = capsys.readouterr().out.splitlines()[0]
+        assert line.startswith("straggler: rank 1 is a straggler: its steps take 1.5x the others' and every "
+                               "all-reduce waits for it (host host-1)")
+        assert job.status().state.finished is not keep_running
+    finally:
+        if keep_running:
+            job.cancel()
+
+
+def test_jobs_show_rejects_a_bad_line_count(tiny_job, capsys):
+    job = tiny_job(steps=1)
+    assert main(["jobs", "show", job.name, "--lines", "0"]) == 2
+    assert "--lines must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_jobs_cli_unknown_job(capsys):

@@ -13,8 +13,11 @@ def run_script(steps: list[dict], path: Path) -> Path:
 
 
 def training_script(steps: int = 6, world: int = 2, epochs: int = 2, sleep: float = 0.05,
-                    fail_rank: int | None = None, scale: float = 1.0) -> list[dict]:
-    """Events shaped like the trainer's (docs/EVENTS.md) for ``world`` ranks."""
+                    fail_rank: int | None = None, scale: float = 1.0,
+                    timing: dict[int, dict[str, float]] | None = None) -> list[dict]:
+    """Events shaped like the trainer's (docs/EVENTS.md) for ``world`` ranks; with ``timing``
+    (rank -> per-step seconds of ``data_s``, ``compute_s``, ``exchange_s``), every rank also
+    reports a ``timing`` window every 2 steps from host ``node-<rank>``."""
     out: list[dict] = []
     per_epoch = max(1, steps // epochs)
     for r in range(world):
@@ -28,6 +31,13 @@ def training_script(steps: int = 6, world: int = 2, epochs: int = 2, sleep: floa
                                                          "lr": 0.01, "images_per_s": 100.0 * scale}})
         for r in range(world):
             out.append({"rank": r, "event": {"kind": "system", "cpu_percent": 50.0 + r, "rss_mb": 300.0 + r}})
+        if timing and s % 2 == 0:
+            for r, parts in timing.items():
+                window = {"data_s": 0.0, "h2d_s": 0.0, "compute_s": 0.0, "exchange_s": 0.0, "optimizer_s": 0.0,
+                          **parts}
+                out.append({"rank": r, "event": {"kind": "timing", "step": s, "steps": 2, "host": f"node-{r}",
+                                                 "device": "cpu", "step_s": sum(window.values()), "other_s": 0.0,
+                                                 "pause_s": 0.0, "pause": [], **window}})
         if s % per_epoch == 0:
             e = s // per_epoch - 1
             out.append({"rank": 0, "event": {"kind": "epoch", "epoch": e, "epochs": epochs, "step": s,

@@ -47,7 +47,9 @@ def test_a_running_job_row_has_progress_eta_val_accuracy_and_age():
     assert (row["accuracy"], row["accuracy_split"]) == (0.8, "val") and row["final"] is False
     assert row["utilisation"]["metric"] == "gpu_util" and row["utilisation"]["values"] == [90.0]
     assert JobTable._row(row) == {"name": "lane-1", "backend": "local", "status": "running",
-                                  "progress": "20% (ETA 1m20s)", "accuracy": "0.8000 val", "age": "2m05s"}
+                                  "progress": "20% (ETA 1m20s)", "accuracy": "0.8000 val", "age": "2m05s",
+                                  "verdict": "-"}
+    assert (row["verdict"], row["verdict_kind"]) == ("unknown: no step timing yet", "unknown")
 
 
 def test_a_final_job_row_names_the_reason_and_prefers_test_accuracy_without_eta():
@@ -58,7 +60,7 @@ def test_a_final_job_row_names_the_reason_and_prefers_test_accuracy_without_eta(
     assert row["status"] == "failed (exit code 3)" and row["final"] is True and row["eta_s"] is None
     assert (row["accuracy"], row["accuracy_split"]) == (0.9, "test") and row["age_s"] is None
     assert JobTable._row(row) == {"name": "lane-1", "backend": "local", "status": "failed (exit code 3)",
-                                  "progress": "20%", "accuracy": "0.9000 test", "age": "-"}
+                                  "progress": "20%", "accuracy": "0.9000 test", "age": "-", "verdict": "-"}
 
 
 def test_a_job_whose_state_cannot_be_read_is_one_unknown_row_among_the_others():
@@ -75,4 +77,37 @@ def test_a_job_whose_state_cannot_be_read_is_one_unknown_row_among_the_others():
     assert set(broken) == set(rows[0])  # the same fields, so a face needs no special case
     assert JobTable._row(broken) == {"name": "broken", "backend": "local",
                                      "status": "unknown (ConnectionError: cluster unreachable)",
-                                     "progress": "-", "accuracy": "-", "age": "0s"}
+                                     "progress": "-", "accuracy": "-", "age": "0s", "verdict": "-"}
+    assert broken["verdict"] is None and broken["breakdown"] == {}
+
+
+def timing(state: RunState, rank: int, step: int, t: float, data_s: float, compute_s: float) -> None:
+    state.fold(ev("timing", t=t, rank=rank, step=step, steps=10, host=f"node-{rank}", device="cpu",
+                  step_s=data_s + compute_s, data_s=data_s, compute_s=compute_s, exchange_s=0.0))
+
+
+def test_the_row_carries_the_doctors_verdict_and_the_per_rank_breakdown():
+    """Running or finished, the row names the bottleneck the doctor found; %lanejobs shows it."""
+    state = running_state()
+    state.fold(ev("start", config={"num_workers": 2, "use_workers": True}, total_steps=100))
+    for i, t in enumerate((120.0, 130.0, 140.0)):
+        for rank in (0, 1):
+            timing(state, rank, 10 * (i + 1), t, data_s=0.5, compute_s=0.5)
+    row = job_summary(FakeJob(), state, now=1125.0)
+    assert row["verdict_kind"] == "input-bound"
+    assert row["verdict"].startswith("input-bound: ranks wait 50% of each step for data; loader workers 2 -> try ")
+    assert row["breakdown"]["1"]["data"] == pytest.approx(0.5) and set(row["breakdown"]) == {"0", "1"}
+    assert JobTable._row(row)["verdict"] == row["verdict"]
+    state.fold_status(JobStatus(JobState.SUCCEEDED))
+    assert job_summary(FakeJob(), state)["verdict"] == row["verdict"]  # a finished job keeps its verdict
+    table = JobTable([])
+    table.rows = [JobTable._row(row)]
+    assert row["verdict"] in table.table().text()
+    assert "<th style='text-align:left;'>verdict</th>" in table.table().html()
+
+
+def test_a_job_measuring_its_first_window_says_so_in_the_table():
+    state = running_state()
+    timing(state, 0, 10, 120.0, data_s=0.0, compute_s=0.5)
+    row = job_summary(FakeJob(), state)
+    assert row["verdict_kind"] == "unknown" and JobTable._row(row)["verdict"].startswith("unknown: measuring")

@@ -15,7 +15,10 @@ from lanenb.jobs import TrainSpec, get_job, submit
 
 
 def scaling_script(ips: dict[int, float], step_time: dict[int, float], util: dict[int, float],
-                   steps: int = 8) -> list[dict]:
+                   steps: int = 8, timing: dict[int, dict[str, float]] | None = None) -> list[dict]:
+    """The events of a scaling run per world size; with ``timing``, every rank also reports a
+    timing window every 2 steps with those per-step seconds (``data_s``, ``compute_s``,
+    ``exchange_s``; the windows up to step 4 are start-up: all data wait)."""
     out = []
     for world, rate in ips.items():
         for r in range(world):
@@ -30,6 +33,13 @@ def scaling_script(ips: dict[int, float], step_time: dict[int, float], util: dic
             for r in range(world):
                 out.append({"world": world, "rank": r, "event": {"kind": "system", "cpu_percent": util[world] + r,
                                                                 "rss_mb": 300.0}})
+            if timing and s % 2 == 0:
+                parts = timing[world] if s > 4 else {"data_s": 0.9, "compute_s": 0.1}
+                for r in range(world):
+                    out.append({"world": world, "rank": r, "event": {
+                        "kind": "timing", "step": s, "steps": 2, "host": "node-a", "device": "cpu",
+                        "step_s": sum(parts.values()), "h2d_s": 0.0, "optimizer_s": 0.0, "other_s": 0.0,
+                        "data_s": 0.0, "exchange_s": 0.0, "compute_s": 0.0, "pause_s": 0.0, "pause": [], **parts}})
         for r in range(world):
             out.append({"world": world, "rank": r, "event": {"kind": "end", "status": "stopped", "step": steps,
                                                               "duration_s": 2.0}})
@@ -77,6 +87,36 @@ def test_edited_events_give_edited_figures(scripted):
     rebuilt = from_jobs(["ideal-n1", "ideal-n2"], warmup=3)
     assert rebuilt.rows()[1]["speedup"] == pytest.approx(1.0) and rebuilt.rows()[1]["efficiency"] == pytest.approx(0.5)
     assert rebuilt.rows()[1]["exchange_share"] == pytest.approx(0.5)
+
+
+def test_the_report_shows_how_each_rank_count_splits_its_step_and_what_stopped_it(scripted, lanenb_home):
+    """"Was 2 ranks worth it" comes with "what stopped them": the step split per rank count
+    (timing windows after the warm-up only) and the doctor's verdict for each."""
+    from lanenb.analysis.scaling import ScalingReport, load, measure
+
+    split = {1: {"data_s": 0.01, "compute_s": 0.09, "exchange_s": 0.0},
+             2: {"data_s": 0.01, "compute_s": 0.09, "exchange_s": 0.1}}
+    spec = scripted(scaling_script({1: 100.0, 2: 110.0}, {1: 0.1, 2: 0.2}, {1: 95.0, 2: 90.0}, timing=split), "split")
+    report = measure(TrainSpec(**spec), [1, 2], steps=8, warmup=3, name="split", progress=False)
+    one, two = report.rows()
+    assert one["breakdown"] == pytest.approx({"data": 0.1, "compute": 0.9, "exchange": 0.0, "other": 0.0})
+    assert two["breakdown"] == pytest.approx({"data": 0.05, "compute": 0.45, "exchange": 0.5, "other": 0.0})
+    assert one["verdict"].startswith("healthy: compute 90%")
+    assert two["verdict"].startswith("exchange-bound: 50% of each step is gradient exchange; larger per-rank batch")
+    text = repr(report)
+    assert "10/90/0/0%" in text and "5/45/50/0%" in text
+    assert "2 ranks: exchange-bound: 50% of each step" in text and "exchange-bound" in report.table().html()
+    assert report.png().startswith(b"\x89PNG")
+    assert load("split").rows()[1]["verdict"] == two["verdict"]
+    # a report saved before the doctor existed loads and shows "-" for what it lacks
+    old = report.to_dict()
+    for point in old["points"]:
+        del point["breakdown"], point["verdict"]
+    before = ScalingReport.from_dict(old)
+    assert before.rows()[1]["breakdown"] is None and before.rows()[1]["verdict"] is None
+    last_row = before.table().text().splitlines()[-1]
+    assert last_row.split()[-2:] == ["-", "-"]
+    assert before.png().startswith(b"\x89PNG")
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -45,6 +45,35 @@ def test_view_updates_from_its_thread_and_ends_with_the_final_state(scripted):
     assert view.refreshes == refreshes  # paused for good once final
 
 
+def png_width(data: bytes) -> int:
+    return int.from_bytes(bytes(data)[16:20], "big")  # the IHDR chunk's width
+
+
+def test_view_names_the_bottleneck_live_and_draws_where_each_rank_s_step_goes(scripted):
+    """Rank 1 computes twice as long; rank 0 waits for it in the all-reduce: the view says so
+    while the run goes, the rank table splits each step, the charts gain the per-rank bars,
+    and a headless run keeps the verdict in its text and image."""
+    from lanenb.charts.png import render_run
+    from lanenb.notebook import JobView
+
+    timing = {0: {"compute_s": 0.2, "exchange_s": 0.2}, 1: {"compute_s": 0.4, "exchange_s": 0.0}}
+    job = submit(TrainSpec(**scripted(training_script(steps=40, sleep=0.1, timing=timing), "straggle")))
+    view = JobView(job, refresh=0.2, chart_interval=0.2)
+    assert wait_for(lambda: "straggler" in view.verdict.value and not view.final, 20)
+    assert "rank 1 is a straggler: its steps take 2.0x the others&#x27;" in view.verdict.value
+    assert "(host node-1)" in view.verdict.value
+    assert wait_for(lambda: view.final, 30)
+    assert "<th>exchange</th>" in view.ranks.value and "<td style='padding:0 8px'>50%</td>" in view.ranks.value
+    plain = render_run(type(view.state)(), title="x")
+    assert png_width(view.charts.value) > png_width(plain)  # the breakdown panel beside the charts
+    text = view._repr_mimebundle_()["text/plain"]
+    assert "straggler: rank 1 is a straggler" in text
+    job_without = submit(TrainSpec(**scripted(training_script(steps=4, sleep=0.01), "plain")))
+    quiet = JobView(job_without, refresh=0.2)
+    assert wait_for(lambda: quiet.final, 30)
+    assert quiet.verdict.value == "" and "unknown" not in quiet._repr_mimebundle_()["text/plain"]
+
+
 def test_view_shows_the_first_error_and_stop_cancels(scripted):
     from lanenb.notebook import JobView
 

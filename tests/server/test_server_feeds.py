@@ -158,6 +158,32 @@ def test_the_charts_state_is_the_whole_stream_folded_once(job, clock):
     assert view["step"] == 8 and view["name"] == "grow" and "errors" not in view
 
 
+def test_the_view_carries_the_doctors_verdict_and_the_per_rank_breakdown(job, clock):
+    """What the sidebar's panel draws: the verdict line and each rank's step split, growing
+    with the log like the charts (before timing: unknown)."""
+    feed = JobFeed(job, tick_s=1.0, clock=clock)
+    feed.refresh()
+    assert feed.view()["verdict"]["kind"] == "unknown" and feed.view()["breakdown"] == {}
+    for window in range(1, 4):
+        for rank in (0, 1):  # rank 1 computes longer; rank 0 waits for it in the all-reduce
+            compute, wait = (0.3, 0.15) if rank == 0 else (0.45, 0.0)
+            job.lines.append("@lanenb " + json.dumps({
+                "v": 1, "t": 10.0 * window, "rank": rank, "kind": "timing", "step": 10 * window, "steps": 10,
+                "host": f"node-{rank}", "device": "cpu", "step_s": 0.5, "data_s": 0.05, "h2d_s": 0.0,
+                "compute_s": compute, "exchange_s": wait + 0.0, "optimizer_s": 0.0,
+                "other_s": 0.5 - 0.05 - compute - wait, "pause_s": 0.0, "pause": []}))
+    clock.now = 1.0
+    feed.refresh()
+    view = json.loads(json.dumps(feed.view()))  # what /updates?state=1 sends
+    assert view["verdict"]["kind"] == "straggler" and view["verdict"]["rank"] == 1
+    busy = {0: 0.5 - 0.15, 1: 0.5}  # a step without the exchange wait
+    assert view["verdict"]["line"].startswith(
+        f"straggler: rank 1 is a straggler: its steps take {busy[1] / busy[0]:.1f}x the others'")
+    assert view["verdict"]["host"] == "node-1" and view["timing"]["1"]["host"] == "node-1"
+    assert view["breakdown"]["0"]["exchange"] == pytest.approx(0.3)
+    assert view["breakdown"]["1"]["compute"] == pytest.approx(0.9)
+
+
 def test_a_foreign_cursor_is_named(job, clock):
     with pytest.raises(SpecError, match="cursor='nonsense': is not a cursor"):
         JobFeed(job, clock=clock).updates("nonsense")

@@ -184,6 +184,30 @@ async def test_every_face_shows_the_same_summary_row(jp_fetch, tmp_path, capsys)
     assert server["eta_s"] is None and server["error"] is None and server["run_dir"] == cli["run_dir"]
 
 
+async def test_every_face_names_the_same_bottleneck(jp_fetch, tmp_path, capsys):
+    """The doctor's verdict of one run, as the sidebar's list, its panel's state, %lanejobs and
+    `lanenb jobs show` give it: the same line, starting with the verdict's word."""
+    from lanenb.cli import main
+    from lanenb.jobs import list_jobs
+    from lanenb.notebook.magics import JobTable
+
+    slow_data = {0: {"data_s": 0.4, "compute_s": 0.6}, 1: {"data_s": 0.4, "compute_s": 0.6}}
+    launch(tmp_path, "lane-doctor", training_script(steps=6, sleep=0.01, timing=slow_data))
+    server = body_of(await jp_fetch("lanenb", "jobs"))["jobs"][0]
+    assert server["verdict_kind"] == "input-bound"
+    assert server["verdict"].startswith("input-bound: ranks wait 40% of each step for data; loader workers 0 -> try")
+    assert server["breakdown"]["1"]["data"] == pytest.approx(0.4)
+    state = body_of(await jp_fetch("lanenb", "jobs", "lane-doctor", "updates", params={"state": "1", "tail": "5"}))
+    assert state["state"]["verdict"]["line"] == server["verdict"]
+    assert state["state"]["breakdown"]["0"]["compute"] == pytest.approx(0.6)
+    assert JobTable(list_jobs()).rows[0]["verdict"] == server["verdict"]
+    assert main(["jobs", "show", "lane-doctor"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == server["verdict"]
+    assert main(["jobs", "show", "lane-doctor", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"]["line"] == server["verdict"]
+
+
 async def test_stop_needs_the_name_as_confirmation_then_the_notebook_sees_cancelled(jp_fetch, tmp_path):
     job = launch(tmp_path, "lane-stop", training_script(steps=300, sleep=0.2), wait=False)
     for body in ({}, {"confirm": "yes"}):

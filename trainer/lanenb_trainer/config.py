@@ -64,6 +64,9 @@ class TrainConfig:
         backbone_weights: a local torchvision ImageNet file for the backbone.
         log_every: a ``step`` event every N steps; system_interval: seconds between
             ``system`` events.
+        timing_every: a ``timing`` event (where each step's time went: data wait, copy,
+            compute, gradient exchange, optimizer) from every rank every N steps; 0 turns
+            the measurement off.
         amp: mixed precision (GPU only).
         enable_snapshot, pvc_name: snapshot PVC ``pvc_name`` after a successful run (RUN:AI
             ``ENABLE_SNAPSHOT``, ``PVC_NAME``).
@@ -99,6 +102,7 @@ class TrainConfig:
     backbone_weights: str | None = None  # torchvision ImageNet weights for the backbone
     log_every: int = 10
     system_interval: float = 2.0
+    timing_every: int = 10  # 0 = no timing events
     amp: bool = True  # only takes effect on GPU
     enable_snapshot: bool = False
     pvc_name: str | None = None
@@ -202,6 +206,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
                    "(vgg16_bn / resnet18 / resnet34 .pth; nothing is downloaded)")
     g.add_argument("--log-every", type=int, help=f"emit a step event every N steps (default {d.log_every})")
     g.add_argument("--system-interval", type=float, help=f"seconds between system events (default {d.system_interval})")
+    g.add_argument("--timing-every", type=int,
+                   help="every rank emits a timing event (where each step's time goes: data, copy, compute, "
+                        f"gradient exchange, optimizer) every N steps; 0 = off (default {d.timing_every})")
     g.add_argument("--collective-timeout", type=float,
                    help=f"seconds before a hung collective fails the run (default {d.collective_timeout:g})")
     g.add_argument("--pvc-name", help="PVC to snapshot at the end (env PVC_NAME)")
@@ -265,7 +272,7 @@ def _validate(c: TrainConfig) -> None:
     if c.backbone not in list_models():
         raise ConfigError(f"--backbone {c.backbone!r} is not one of {', '.join(list_models())}")
     for name, minimum in (("epochs", 1), ("batch_size", 1), ("val_batch_size", 1), ("num_workers", 0),
-                          ("warmup_steps", 0), ("max_steps", 0), ("log_every", 1)):
+                          ("warmup_steps", 0), ("max_steps", 0), ("log_every", 1), ("timing_every", 0)):
         value = getattr(c, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             env = runai_variable(name)

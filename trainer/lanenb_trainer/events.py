@@ -23,7 +23,8 @@ from typing import Any, TextIO
 
 PREFIX = "@lanenb "
 SCHEMA_VERSION = 1
-KINDS = frozenset({"start", "step", "epoch", "eval", "checkpoint", "system", "end", "error", "log", "snapshot"})
+KINDS = frozenset({"start", "step", "epoch", "eval", "checkpoint", "system", "timing", "end", "error", "log",
+                   "snapshot"})
 
 _emit_lock = threading.Lock()
 

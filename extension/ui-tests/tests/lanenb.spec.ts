@@ -1,12 +1,14 @@
 // The "Lane training" sidebar in a real JupyterLab and Chromium, over real jobs: a job started
 // by %lanetrain in a notebook cell is listed, reaches succeeded, its panel shows the trainer's
-// log and charts; a running job's panel follows it live and Stop cancels it; a snapshot is
-// restored from the sidebar.
+// log and charts; a running job's panel follows it live, names its bottleneck (the doctor's
+// verdict, with a stacked bar per rank) and Stop cancels it; a snapshot is restored from the
+// sidebar.
 import { expect, galata, test } from '@jupyterlab/galata';
 import * as path from 'path';
 
 const DATA = process.env.LANENB_UI_DATA as string;
 const SHOTS = process.env.LANENB_ARTIFACTS || 'test-results';
+const VERDICT = /^(input-bound|straggler|exchange-bound|gpu-underused|healthy): \S/;
 const TRAIN =
   '--processes 1 --engine ddp --batch-size 2 --epochs 1 --img-height 64 --img-width 128 ' +
   '--log-every 1 --val-batch-size 4';
@@ -68,7 +70,7 @@ test('Stop in the sidebar asks for confirmation and cancels a running job', asyn
   await runInNotebook(
     page,
     'long.ipynb',
-    `%load_ext lanenb\njob = %lanetrain --data ${DATA} ${TRAIN} --epochs 500 --name ui-long`
+    `%load_ext lanenb\njob = %lanetrain --data ${DATA} ${TRAIN} --epochs 500 --timing-every 2 --name ui-long`
   );
   const item = page.locator('#lanenb-sidebar li[data-job="ui-long"]');
   await expect(item.locator('.lanenb-job-state')).toHaveText('running', { timeout: 60000 });
@@ -78,6 +80,10 @@ test('Stop in the sidebar asks for confirmation and cancels a running job', asyn
   await expect(panel.locator('.lanenb-log')).toContainText(/step \d+\/\d+ loss/, { timeout: 60000 });
   await expect(panel.locator('.lanenb-chart path.lanenb-chart-line').first()).toBeVisible();
   await expect(panel.locator('.lanenb-panel-status')).toContainText('running');
+  // the doctor's verdict while it runs, in the panel and the jobs list, and where a step goes
+  await expect(panel.locator('.lanenb-verdict')).toHaveText(VERDICT, { timeout: 90000 });
+  await expect(panel.locator('.lanenb-step-bars rect.lanenb-bar-compute')).toHaveCount(1);
+  await expect(item.locator('.lanenb-job-verdict')).toHaveText(VERDICT, { timeout: 30000 });
   await item.locator('button.lanenb-stop').click();
   const dialog = page.locator('.jp-Dialog');
   await expect(dialog).toContainText('Stop job "ui-long"?');

@@ -4,13 +4,30 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 
 class EngineError(RuntimeError):
     """The distributed environment is missing or inconsistent."""
+
+
+class PhaseTimer(Protocol):
+    """What :meth:`Engine.backward_step` reports its phases to (``training.timing.StepTimer``).
+
+    Only the engine knows where the gradient exchange happens (inside backward for DDP, in
+    ``synchronize`` for Horovod), so it laps ``compute``, ``exchange`` and ``optimizer`` itself.
+    """
+
+    def lap(self, phase: str) -> None:
+        """The time since the previous lap belongs to ``phase``."""
+
+    def lap_split(self, first: str, second: str) -> None:
+        """Like ``lap``, split at the step's last all-reduce launch: ``first`` before, ``second`` after."""
+
+    def exchange_launched(self) -> None:
+        """A gradient all-reduce was launched just now."""
 
 
 class Engine(ABC):
@@ -31,6 +48,7 @@ class Engine(ABC):
         self.local_rank = 0
         self.local_size = 1
         self.device = torch.device("cpu")
+        self.active_timer: PhaseTimer | None = None  # set during backward_step's backward pass
 
     # -- set-up ---------------------------------------------------------------------------
     @abstractmethod
@@ -49,22 +67,41 @@ class Engine(ABC):
 
     @abstractmethod
     def prepare(
-        self, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+        self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, timed: bool = False
     ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
-        """Wrap model/optimizer for gradient exchange and make every rank start from rank 0's state."""
+        """Wrap model/optimizer for gradient exchange and make every rank start from rank 0's state.
+
+        ``timed``: :meth:`backward_step` will get a :class:`PhaseTimer`; install whatever tells
+        the exchange wait apart from compute (DDP's communication hook). Off, nothing is added.
+        """
 
     # -- per step -------------------------------------------------------------------------
     def backward_step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer,
-                      scaler: torch.amp.GradScaler | None = None) -> None:
-        """Backward, gradient exchange and optimizer step (AMP-aware)."""
+                      scaler: torch.amp.GradScaler | None = None, timer: PhaseTimer | None = None) -> None:
+        """Backward, gradient exchange and optimizer step (AMP-aware), lapping ``compute``,
+        ``exchange`` and ``optimizer`` on ``timer``.
+
+        Here the exchange (if any) happens inside backward: ``timer.exchange_launched`` calls
+        made during it (DDP's hook, see ``ddp.py``) split backward into compute and the wait.
+        """
         optimizer.zero_grad(set_to_none=True)
+        self.active_timer = timer
+        try:
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+        finally:
+            self.active_timer = None
+        if timer is not None:
+            timer.lap_split("compute", "exchange")
         if scaler is not None:
-            scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
         else:
-            loss.backward()
             optimizer.step()
+        if timer is not None:
+            timer.lap("optimizer")
 
     # -- collectives ----------------------------------------------------------------------
     @abstractmethod

@@ -46,6 +46,36 @@ def ranks_from_env(env: Mapping[str, str] | None = None) -> tuple[int, int, int,
     return 0, 1, 0, 1
 
 
+def _timed_allreduce(engine: DDPEngine, bucket):
+    """DDP's own all-reduce of one bucket (a ``dist.GradBucket``; returns DDP's future of the
+    reduced tensor), noting its launch on the engine's active timer. No annotations on
+    ``bucket`` and the result: ``register_comm_hook`` compares them with the classes, and
+    ``from __future__ import annotations`` makes them strings it refuses.
+
+    The arithmetic is DDP's built-in one, so timing leaves the weights bit for bit as they are
+    with ``--timing-every 0``: scale by ``1 / world size`` (a multiply, as DDP's reducer does,
+    not torch's reference ``allreduce_hook``'s divide), then sum across ranks.
+
+    How the exchange wait is measured: DDP launches a bucket's all-reduce as soon as its
+    gradients are ready, during backward, and backward returns only when every all-reduce has
+    finished (the reducer waits for the buckets' futures at the end of the pass; on a GPU the
+    stream waits for NCCL's). The last launch comes when the last gradient is ready, i.e. when
+    this rank's backward compute is done, so backward's time after the last launch is what this
+    rank waits for the exchange: for slower ranks and for the link. A mark at the launch rather
+    than a callback on the future, because a CUDA future's callback runs when the work is
+    queued, not when it ran; a mark on the stream (``training.timing.CudaClock``) is timed
+    where it runs.
+    """
+    timer = engine.active_timer
+    if timer is not None:
+        timer.exchange_launched()
+    buffer = bucket.buffer()
+    buffer.mul_(1.0 / engine.world_size)
+    work = dist.all_reduce(buffer, async_op=True)
+    assert work is not None  # async_op=True always returns the work handle
+    return work.get_future().then(lambda fut: fut.value()[0])
+
+
 class DDPEngine(Engine):
     name = "ddp"
 
@@ -70,13 +100,15 @@ class DDPEngine(Engine):
     def distributed(self) -> bool:
         return self.world_size > 1 and dist.is_initialized()
 
-    def prepare(self, model, optimizer):
+    def prepare(self, model, optimizer, *, timed=False):
         model.to(self.device)
         if not self.distributed:
-            return model, optimizer
+            return model, optimizer  # one rank: no exchange, backward_step laps it as 0
         # DDP broadcasts rank 0's parameters and buffers at construction.
         ddp = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        if timed:
+            ddp.register_comm_hook(state=self, hook=_timed_allreduce)
         # Optimizer state (momentum after --resume) must match too.
         state = [optimizer.state_dict() if self.rank == 0 else None]
         dist.broadcast_object_list(state, src=0)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from lanenb_trainer.engines.base import Engine
+from lanenb_trainer.engines.base import Engine, PhaseTimer
 
 
 class HorovodEngine(Engine):
@@ -26,7 +26,8 @@ class HorovodEngine(Engine):
         self._pick_device()
         return self
 
-    def prepare(self, model, optimizer):
+    def prepare(self, model, optimizer, *, timed=False):
+        # timed: nothing to install; backward_step times Horovod's synchronize() directly
         hvd = self.hvd
         model.to(self.device)
         # DistributedOptimizer builds a new optimizer from the param groups and drops the
@@ -39,18 +40,30 @@ class HorovodEngine(Engine):
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
         return model, optimizer
 
-    def backward_step(self, loss, optimizer, scaler=None) -> None:
+    def backward_step(self, loss, optimizer, scaler=None, timer: PhaseTimer | None = None) -> None:
+        """Backward launches each gradient's all-reduce as it is ready; ``synchronize()`` is the
+        wait for them (``exchange``), then the step runs without synchronizing again. This is
+        what ``optimizer.step()`` does inside, written out so the wait can be timed, and what
+        AMP needs anyway: the scaler must see the reduced gradients before it unscales them."""
         optimizer.zero_grad()  # Horovod's wrapper takes no set_to_none
         if scaler is None:
             loss.backward()
-            optimizer.step()
-            return
-        # AMP with Horovod: finish the allreduce before the scaler inspects/unscales grads.
-        scaler.scale(loss).backward()
+        else:
+            scaler.scale(loss).backward()
+        if timer is not None:
+            timer.lap("compute")
         optimizer.synchronize()
+        if timer is not None:
+            timer.lap("exchange")
         with optimizer.skip_synchronize():
-            scaler.step(optimizer)
-        scaler.update()
+            if scaler is None:
+                optimizer.step()
+            else:
+                scaler.step(optimizer)
+        if scaler is not None:
+            scaler.update()
+        if timer is not None:
+            timer.lap("optimizer")
 
     def allreduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
         if self.world_size == 1:

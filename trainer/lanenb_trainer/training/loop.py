@@ -10,6 +10,7 @@ the last and the best model at the end.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from lanenb_trainer.training.resume import (
     save_checkpoint,
 )
 from lanenb_trainer.training.snapshot import snapshot_pvc
+from lanenb_trainer.training.timing import make_step_timer
 
 __all__ = ["Trainer", "FAULT_RANK_VAR", "FAULT_STEP_VAR"]
 
@@ -67,6 +69,9 @@ class Trainer:
         if self.primary:
             (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
         self.emit = EventLog(self.rank, self.run_dir / "events.jsonl" if self.primary else None)
+        # where each step's time goes, on every rank (``timing`` events, see training/timing.py)
+        self.timer = make_step_timer(self.emit, every=cfg.timing_every, host=socket.gethostname(),
+                                     device=engine.device)
         self.t0 = time.time()
         self.global_step = 0
         self.epoch = 0
@@ -91,7 +96,7 @@ class Trainer:
         if point is not None:
             self._continue_from(point)
         self.use_amp = cfg.amp and eng.device.type == "cuda"
-        self.model, self.optimizer = eng.prepare(model, optimizer)
+        self.model, self.optimizer = eng.prepare(model, optimizer, timed=cfg.timing_every > 0)
         self.scaler = build.build_scaler(self.use_amp)
         if point is not None:
             load_training_state(point, self.model, self.optimizer, self.scaler)
@@ -112,6 +117,10 @@ class Trainer:
         self.pending_rng = None
 
     def _save(self, *, best: bool) -> None:
+        with self.timer.pause("checkpoint"):
+            self._write_checkpoint(best=best)
+
+    def _write_checkpoint(self, *, best: bool) -> None:
         save_checkpoint(engine=self.engine, run_dir=self.run_dir, cfg=self.cfg,
                         model_args={"backbone": self.cfg.backbone, "num_lanes": NUM_SLOTS,
                                     "input_size": list(self.cfg.image_size)},
@@ -122,8 +131,9 @@ class Trainer:
     # -- the loop -------------------------------------------------------------------------
     def _train_epoch(self) -> bool:
         """Train until the epoch ends (True) or --max-steps is reached (False)."""
-        cfg, eng = self.cfg, self.engine
+        cfg, eng, timer = self.cfg, self.engine, self.timer
         dev = eng.device
+        timer.begin()
         self.data.train.set_epoch(self.epoch)
         sampler = self.train_loader.sampler
         sampler.set_epoch(self.epoch)
@@ -140,6 +150,7 @@ class Trainer:
         if self.pending_rng is not None:
             self._restore_rng()
         for batch in batches:
+            timer.lap_data()
             if self.fault_step is not None and self.global_step >= self.fault_step:
                 raise RuntimeError(f"injected fault on rank {self.rank} at step {self.global_step} "
                                    f"({FAULT_RANK_VAR}/{FAULT_STEP_VAR})")
@@ -147,13 +158,14 @@ class Trainer:
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr
             images, mask, exist = to_device(batch, dev)
+            timer.lap("h2d")
             with torch.autocast(device_type=dev.type, enabled=self.use_amp):
                 seg, ex = self.model(images)
             loss, seg_l, ex_l = scnn_loss(seg, ex, mask, exist)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss is {float(loss)} at step {self.global_step}: "
                                          f"lower --lr (now {cfg.lr} per rank)")
-            eng.backward_step(loss, self.optimizer, self.scaler)
+            eng.backward_step(loss, self.optimizer, self.scaler, timer)
             self.global_step += 1
             self.step_in_epoch += 1
             lv = float(loss.detach())
@@ -174,9 +186,13 @@ class Trainer:
                           images_per_s=win_n * global_batch(cfg.batch_size, eng.world_size) / max(dt, 1e-9),
                           step_time_s=dt / win_n)
                 win_loss, win_seg, win_ex, win_n, win_t = 0.0, 0.0, 0.0, 0, time.perf_counter()
+            timer.end_step(self.global_step)
             if stop:
+                timer.flush()
                 return False
-        total = eng.allreduce_sum(loss_sum.to(dev)).cpu()
+        timer.flush()
+        with timer.pause():  # a collective between epochs: not step time
+            total = eng.allreduce_sum(loss_sum.to(dev)).cpu()
         dt = time.perf_counter() - epoch_t
         self.epoch_summary: dict[str, Any] = {"train_loss": float(total[0] / max(1.0, float(total[1]))),
                               "duration_s": round(dt, 3),
@@ -189,7 +205,8 @@ class Trainer:
         summary: dict[str, Any] = dict(self.epoch_summary)
         metric: dict[str, Any] = {}
         if self.data.val is not None:
-            metric = self.evaluator.validate(self.model, self.data.val)
+            with self.timer.pause("validation"):
+                metric = self.evaluator.validate(self.model, self.data.val)
             if self.primary:
                 self.emit("eval", split="val", epoch=self.epoch, step=self.global_step, **metric)
             improved = self.best is None or metric["accuracy"] > self.best["accuracy"]
@@ -239,12 +256,13 @@ class Trainer:
                 completed = False
                 break
             finished = self._train_epoch()
-            sync_buffers(self.model, self.engine)
-            if not finished:
-                completed = False
-                self._save(best=False)
-                break
-            self._end_epoch()
+            with self.timer.pause():  # between epochs: its parts name themselves (validation, checkpoint)
+                sync_buffers(self.model, self.engine)
+                if not finished:
+                    completed = False
+                    self._save(best=False)
+                    break
+                self._end_epoch()
         self.status = "completed" if completed else "stopped"
         return self._finish()
 

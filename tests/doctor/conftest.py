@@ -1,0 +1,34 @@
+"""Fixtures of the run-doctor fault tests; the faults and the watcher live in ``doctor_support`` (a
+uniquely named module: every test folder has a conftest, so tests never ``from conftest import``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+
+
+@pytest.fixture(autouse=True)
+def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Jobs of these tests go to a registry of their own."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("LANENB_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def doctor_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small synthetic TuSimple root for every run of the session."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun (Open MPI) is not installed")
+    from doctor_support import make_dataset
+
+    return make_dataset(tmp_path_factory.mktemp("doctor-data"))
