@@ -51,7 +51,8 @@ def _local(run: Callable[..., tuple[FaultOutcome, object]]) -> Callable[[Path, P
 def _exchange(volume: Path, work: Path) -> tuple[FaultOutcome, str]:
     from doctor_cluster import exchange_bound_run
 
-    return exchange_bound_run(volume, work)
+    outcome, applied, _left = exchange_bound_run(volume, work)
+    return outcome, applied
 
 
 def exchange_unavailable() -> str | None:

@@ -21,9 +21,10 @@ One cause is named, in this order, because an earlier cause produces the later s
 4. ``gpu-underused``: nothing waits on data or exchange, yet a GPU is idle much of the time.
 5. ``healthy``: compute dominates; ``unknown`` before enough timing arrived.
 
-Smoothing: a cause is named only when its condition held in ``PERSIST`` of the last
-``TIMING_HISTORY`` windows (aligned by step across ranks), so one slow window (a GC pause, a
-cold cache at start-up) is not a verdict.
+Smoothing: a cause is named only when its condition held in ``PERSIST`` of the last ``JUDGED``
+full windows (aligned by step across ranks), so one slow window (a GC pause, a cold cache at
+start-up) is not a verdict; windows shorter than ``SHORT_WINDOW`` of the usual (the flush at an
+epoch's end, the steps after a validation pause) are not judged at all.
 """
 
 from __future__ import annotations
@@ -67,6 +68,12 @@ GPU_MIN_SAMPLES = 3
 # of the last TIMING_HISTORY windows, how many must show a cause: 2 of 3 ignores one
 # odd window (start-up, a hiccup) yet names a lasting cause two windows after it begins
 PERSIST = 2
+# the windows judged: the latest JUDGED full ones of the kept history
+JUDGED = 3
+# a window of fewer than this share of the run's usual steps per window (the flush at an epoch's
+# end, the first steps after a validation pause, the steps before --max-steps) is too short to
+# judge: one slow step in it would weigh as much as ten in a full window
+SHORT_WINDOW = 0.5
 # worker advice: enough workers to load a batch in the time the rank computes one, with
 # headroom for uneven batches (1.5x); more than MAX_WORKERS rarely helps (the storage is the limit)
 WORKER_HEADROOM = 1.5
@@ -131,9 +138,20 @@ def _aligned_windows(state: RunState) -> list[dict[int, Mapping[str, Any]]]:
     common = sorted(set.intersection(*(set(s) for s in by_step.values())))
     shortest = min(len(h) for h in histories.values())
     if len(common) >= min(PERSIST, shortest):
-        return [{r: by_step[r][step] for r in sorted(by_step)} for step in common[-TIMING_HISTORY:]]
-    n = min(shortest, TIMING_HISTORY)
-    return [{r: histories[r][len(histories[r]) - n + i] for r in sorted(histories)} for i in range(n)]
+        aligned = [{r: by_step[r][step] for r in sorted(by_step)} for step in common[-TIMING_HISTORY:]]
+    else:
+        n = min(shortest, TIMING_HISTORY)
+        aligned = [{r: histories[r][len(histories[r]) - n + i] for r in sorted(histories)} for i in range(n)]
+    return _full_windows(aligned)[-JUDGED:]
+
+
+def _full_windows(aligned: list[dict[int, Mapping[str, Any]]]) -> list[dict[int, Mapping[str, Any]]]:
+    """``aligned`` without the windows too short to judge (``SHORT_WINDOW``)."""
+    def steps(window: Mapping[int, Mapping[str, Any]]) -> int:
+        return min(int(w.get("steps") or 0) for w in window.values())
+
+    usual = max((steps(window) for window in aligned), default=0)
+    return [window for window in aligned if steps(window) >= SHORT_WINDOW * usual]
 
 
 def _share(window: Mapping[str, Any], name: str) -> float:

@@ -35,9 +35,10 @@ SYSTEM_FIELDS = ("cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb")
 _RATE_WINDOW = 20  # step events used for the ETA's rate
 # the per-step means of a ``timing`` window (docs/EVENTS.md), seconds
 TIMING_FIELDS = ("step_s", "data_s", "h2d_s", "compute_s", "exchange_s", "optimizer_s", "other_s")
-# timing windows kept per rank: enough for the doctor to ask "did it hold in 2 of the last 3?"
-# (one slow window is not a verdict), few enough that a 1000-rank run stays small
-TIMING_HISTORY = 3
+# timing windows kept per rank: enough for the doctor to ask "did it hold in 2 of the last 3
+# full windows?" (one slow window is not a verdict; short flushes at an epoch's end are skipped),
+# few enough that a 1000-rank run stays small
+TIMING_HISTORY = 5
 # raw GPU utilisation samples kept per rank (the series buckets merge them; the doctor wants the
 # latest ones as they were): at the default 2 s system interval, the last ~30 s
 GPU_RECENT = 16

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cluster_support import SimCluster
+from cluster_support import SimCluster, _netns_list
 from multihost_support import cluster_for, make_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doctor"))
@@ -40,9 +40,11 @@ def cluster_feed(cluster: SimCluster):
     return feed
 
 
-def exchange_bound_run(volume: Path, work: Path, *, rate: str = EXCHANGE_RATE) -> tuple[FaultOutcome, str]:
+def exchange_bound_run(volume: Path, work: Path, *, rate: str = EXCHANGE_RATE
+                       ) -> tuple[FaultOutcome, str, list[str]]:
     """2 ranks on 2 simulated hosts (ddp); once past start-up every host's egress is limited to
-    ``rate``. Returns the outcome and what ``shape`` applied; the cluster is always torn down."""
+    ``rate``. Returns the outcome, what ``shape`` applied and the namespaces of this cluster still
+    there after its teardown (none expected; other sessions' clusters are not counted)."""
     spec = make_spec(volume, "ddp", 2, 1, run=work.name, epochs=200)
     cluster = cluster_for(spec, work / "cluster")
     applied = ""
@@ -59,4 +61,4 @@ def exchange_bound_run(volume: Path, work: Path, *, rate: str = EXCHANGE_RATE) -
         outcome.log_tail = cluster.output(4000)
     finally:
         cluster.close()
-    return outcome, applied
+    return outcome, applied, [ns for ns in _netns_list() if ns.startswith(cluster.prefix)]

@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import pytest
-from cluster_support import PREFIX, _netns_list
 from doctor_cluster import VERDICT_DEADLINE_S, exchange_bound_run
 
 pytestmark = [pytest.mark.multihost, pytest.mark.slow, pytest.mark.usefixtures("machine")]
 
 
 def test_rate_limited_link_is_named_exchange_bound(synth_volume, tmp_path):
-    outcome, applied = exchange_bound_run(synth_volume, tmp_path)
-    assert not [ns for ns in _netns_list() if ns.startswith(PREFIX)]  # torn down
+    outcome, applied, left = exchange_bound_run(synth_volume, tmp_path)
+    assert left == []  # the cluster's namespaces, veths and sshds are gone
     assert applied.startswith("rate "), applied
     assert outcome.before.kind != "exchange-bound", outcome.explain()
     assert outcome.hit is not None and outcome.delay_s is not None, f"{applied}\n{outcome.explain()}"
