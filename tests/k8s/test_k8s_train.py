@@ -9,6 +9,8 @@ import socket
 
 import pytest
 
+from lanenb.analysis.doctor import diagnose
+from lanenb.analysis.runstate import RunState
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState
 from lanenb_trainer.events import parse_line
@@ -54,7 +56,7 @@ def test_real_training_through_the_mpijob(cluster, backend, tmp_path):
         dataset=str(volume / "tusimple"), backend="kubernetes", image="registry.example.com/lanenb-trainer:0.1",
         name="lane-real", processes=2, batch_size=1, epochs=1, max_steps=2, use_val=False,
         volumes=[f"tusimple-data:{volume}"],
-        extra_args=["--img-height", "64", "--img-width", "128", "--log-every", "1"],
+        extra_args=["--img-height", "64", "--img-width", "128", "--log-every", "1", "--timing-every", "1"],
     )
     handle = backend.submit(spec)
     assert handle["run_dir"] == f"{volume}/lanenb-runs/lane-real"
@@ -71,3 +73,12 @@ def test_real_training_through_the_mpijob(cluster, backend, tmp_path):
     # the launcher really ran the manifest's mpirun argv (made local: oversubscribe + this python)
     assert fake.launched and "mpirun" in fake.launched[0] and "lanenb_trainer" in fake.launched[0]
     assert (volume / "lanenb-runs" / "lane-real" / "events.jsonl").exists()
+    # the doctor reads a cluster run as a local one: every rank's timing windows come through the
+    # launcher pod's log, fold into the reducer and give a verdict with a per-rank breakdown
+    timing = [e for e in events if e.kind == "timing"]
+    assert {e.rank for e in timing} == {0, 1} and all(e.get("step_s", 0) > 0 for e in timing)
+    state = RunState()
+    for line in lines:
+        state.fold_line(line)
+    assert set(state.breakdown()) == {0, 1}
+    assert diagnose(state).kind in {"healthy", "input-bound", "straggler", "exchange-bound"}
