@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
 from IPython.utils.process import arg_split
+from IPython.utils.text import DollarFormatter
 
 from lanenb.analysis.runstate import format_duration
 from lanenb.analysis.summary import job_summaries
@@ -293,6 +294,7 @@ class LaneMagics(Magics):
             view.start()
 
     @line_magic
+    @no_var_expand  # expanded below, so that ``$snap`` is the Snapshot's id, not its description
     @_user_errors
     def lanesnap(self, line: str) -> None:
         """Snapshots: %lanesnap list|show|diff|restore|delete|verify|create ... (see lanenb.snapshots)."""
@@ -300,11 +302,36 @@ class LaneMagics(Magics):
 
         from lanenb.commands.snapshots import run_snap
 
+        line = expand_snapshot_ids(line, self.shell.user_ns if self.shell is not None else {})
         result = run_snap(_SNAP_PARSER.parse_args(arg_split(line, posix=True)))
         if isinstance(result, Table):
             display(result.mimebundle(), raw=True)
         else:
             print(result)
+
+
+class _SnapshotIdFormatter(DollarFormatter):
+    """IPython's ``$name`` / ``{expr}`` expansion, except that a ``Snapshot`` becomes its id:
+    ``str(snapshot)`` is a description ("3f2a... quickstart of /data (1.2 MB, ...)"), which
+    would split into many arguments."""
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        from lanenb.snapshots.base import Snapshot
+
+        if isinstance(value, Snapshot):
+            value = value.id
+        return super().format_field(value, format_spec)
+
+
+def expand_snapshot_ids(line: str, namespace: dict[str, Any]) -> str:
+    """``line`` with ``$var`` and ``{expr}`` expanded from ``namespace`` as IPython would, a
+    ``Snapshot`` (what ``lanenb.snapshots.create`` returns) standing for its id, so
+    ``%lanesnap diff $a $b`` takes the objects. Like IPython, a line that does not expand
+    (an unknown name, a bad expression) is used as written."""
+    try:
+        return str(_SnapshotIdFormatter().vformat(line, args=[], kwargs=dict(namespace)))
+    except Exception:  # IPython's var_expand keeps the line as written too
+        return line
 
 
 def snap_parser() -> MagicArgumentParser:

@@ -137,11 +137,11 @@ def list(volume: str | None = None, labels: Mapping[str, Any] | None = None, *,
     return get_store(backend, **opts).list(volume, labels)
 
 
-def get(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> Snapshot:
+def get(id: str | Snapshot, *, backend: str | SnapshotStore = "local", **opts: Any) -> Snapshot:
     """One snapshot by id (a unique prefix of it) or name.
 
     Args:
-        id: the ``Snapshot.id``, a prefix only one snapshot has, or the snapshot's name.
+        id: a ``Snapshot``, its ``id``, a prefix only one snapshot has, or the snapshot's name.
         backend: "local" or "kubernetes" (or a store object).
         **opts: the store's options (see ``get_store``).
 
@@ -154,11 +154,11 @@ def get(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> Snap
     return get_store(backend, **opts).get(id)
 
 
-def diff(a: str, b: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> SnapshotDiff:
+def diff(a: str | Snapshot, b: str | Snapshot, *, backend: str | SnapshotStore = "local", **opts: Any) -> SnapshotDiff:
     """Files added, removed and changed from ``a`` to ``b``, with sizes.
 
     Args:
-        a: the older snapshot (id, unique prefix or name).
+        a: the older snapshot: a ``Snapshot``, or its id, unique prefix or name.
         b: the newer snapshot.
         backend: "local" or "kubernetes" (or a store object).
         **opts: the store's options (see ``get_store``).
@@ -173,13 +173,13 @@ def diff(a: str, b: str, *, backend: str | SnapshotStore = "local", **opts: Any)
     return get_store(backend, **opts).diff(a, b)
 
 
-def restore(id: str, new_volume: str, *, backend: str | SnapshotStore = "local", progress: bool = False,
+def restore(id: str | Snapshot, new_volume: str, *, backend: str | SnapshotStore = "local", progress: bool = False,
             **opts: Any) -> str:
     """Restore snapshot ``id`` into ``new_volume``, which must not exist yet (a directory, or a
     new PVC in the same namespace): a restore never overwrites, so it cannot destroy data.
 
     Args:
-        id: the snapshot (id, unique prefix or name).
+        id: the snapshot: a ``Snapshot`` (as ``create``/``list`` return), or its id, unique prefix or name.
         new_volume: a directory that does not exist yet, or a new PVC name.
         backend: "local" or "kubernetes" (or a store object).
         progress: show a progress bar (local).
@@ -197,11 +197,11 @@ def restore(id: str, new_volume: str, *, backend: str | SnapshotStore = "local",
     return get_store(backend, **opts).restore(id, new_volume, progress=progress)
 
 
-def delete(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> None:
+def delete(id: str | Snapshot, *, backend: str | SnapshotStore = "local", **opts: Any) -> None:
     """Delete one snapshot (data other snapshots share is kept).
 
     Args:
-        id: the snapshot (id, unique prefix or name).
+        id: the snapshot: a ``Snapshot`` (as ``create``/``list`` return), or its id, unique prefix or name.
         backend: "local" or "kubernetes" (or a store object).
         **opts: the store's options (see ``get_store``).
 
@@ -212,11 +212,11 @@ def delete(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> N
     get_store(backend, **opts).delete(id)
 
 
-def verify(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> Verification:
+def verify(id: str | Snapshot, *, backend: str | SnapshotStore = "local", **opts: Any) -> Verification:
     """Check that snapshot ``id`` can be restored, before relying on it (or deleting the original).
 
     Args:
-        id: the snapshot (id, unique prefix or name).
+        id: the snapshot: a ``Snapshot`` (as ``create``/``list`` return), or its id, unique prefix or name.
         backend: "local" or "kubernetes" (or a store object).
         **opts: the store's options (see ``get_store``).
 
@@ -229,11 +229,11 @@ def verify(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> V
     return get_store(backend, **opts).verify(id)
 
 
-def files(id: str, *, backend: str | SnapshotStore = "local", **opts: Any) -> builtins.list[FileEntry]:
+def files(id: str | Snapshot, *, backend: str | SnapshotStore = "local", **opts: Any) -> builtins.list[FileEntry]:
     """The files inside a snapshot, without restoring it (local store).
 
     Args:
-        id: the snapshot (id, unique prefix or name).
+        id: the snapshot: a ``Snapshot`` (as ``create``/``list`` return), or its id, unique prefix or name.
         backend: "local" (or a store object; Kubernetes snapshots are opaque).
         **opts: the store's options (see ``get_store``).
 

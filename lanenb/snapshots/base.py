@@ -22,7 +22,7 @@ from lanenb_trainer.k8s_snapshot import LABEL_VALUE
 __all__ = [
     "Snapshot", "FileChange", "SnapshotDiff", "FileEntry", "Verification", "SnapshotStore",
     "SnapshotError", "SnapshotInputError", "SnapshotNotFoundError", "TargetExistsError",
-    "SnapshotNotSupportedError", "SnapshotFailedError", "check_labels", "check_name",
+    "SnapshotNotSupportedError", "SnapshotFailedError", "check_labels", "check_name", "snapshot_id",
 ]
 
 
@@ -153,6 +153,24 @@ class Snapshot:
         return f"{self.id} {self.name} of {self.volume} ({fmt_size(self.size)}, {self.created_text}, {state})"
 
 
+def snapshot_id(ref: str | Snapshot, what: str = "snapshot id") -> str:
+    """The id a store looks up for ``ref``: a ``Snapshot``'s own ``id``, or the string given
+    (an id, a unique prefix or a name).
+
+    Every call that takes an id takes the object too, so ``diff(create(...), create(...))``
+    works on what ``create`` returned; anything else is refused with the value named.
+
+    Raises:
+        SnapshotInputError: ``ref`` is neither a ``Snapshot`` nor a non-empty string.
+    """
+    if isinstance(ref, Snapshot):
+        return ref.id
+    if not isinstance(ref, str) or not ref.strip():
+        raise SnapshotInputError(f"{what} must be a Snapshot or a non-empty string (id, unique prefix or name), "
+                                 f"got {ref!r}")
+    return ref
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """One file or directory inside a snapshot (``files()``): path relative to the volume."""
@@ -270,11 +288,11 @@ class SnapshotStore(ABC):
         """
 
     @abstractmethod
-    def get(self, id: str) -> Snapshot:
+    def get(self, id: str | Snapshot) -> Snapshot:
         """The snapshot with this id (or unique id prefix, or name).
 
         Args:
-            id: the ``Snapshot.id``, a prefix of it that only one snapshot has, or its name.
+            id: a ``Snapshot``, its ``id``, a prefix of it that only one snapshot has, or its name.
 
         Returns:
             The ``Snapshot``.
@@ -284,13 +302,13 @@ class SnapshotStore(ABC):
         """
 
     @abstractmethod
-    def restore(self, id: str, new_volume: str, *, progress: bool = False) -> str:
+    def restore(self, id: str | Snapshot, new_volume: str, *, progress: bool = False) -> str:
         """Restore into a NEW volume (refuses an existing one); returns the new volume.
 
         Never into an existing volume, so a restore cannot destroy data (compare, then swap).
 
         Args:
-            id: the snapshot (id, unique prefix or name).
+            id: the snapshot (a ``Snapshot``, or its id, unique prefix or name).
             new_volume: a directory that does not exist yet, or a new PVC name (same namespace).
             progress: show a progress bar where the store can (local).
 
@@ -305,11 +323,11 @@ class SnapshotStore(ABC):
         """
 
     @abstractmethod
-    def delete(self, id: str) -> None:
+    def delete(self, id: str | Snapshot) -> None:
         """Delete the snapshot (data only other snapshots need is kept).
 
         Args:
-            id: the snapshot (id, unique prefix or name).
+            id: the snapshot (a ``Snapshot``, or its id, unique prefix or name).
 
         Raises:
             SnapshotNotFoundError: no such snapshot.
@@ -317,11 +335,11 @@ class SnapshotStore(ABC):
         """
 
     @abstractmethod
-    def verify(self, id: str) -> Verification:
+    def verify(self, id: str | Snapshot) -> Verification:
         """Check the snapshot can be restored (storage consistent, ready, no error).
 
         Args:
-            id: the snapshot (id, unique prefix or name).
+            id: the snapshot (a ``Snapshot``, or its id, unique prefix or name).
 
         Returns:
             A ``Verification``: ``bool(result)`` is the answer, ``detail`` says why.
@@ -330,11 +348,11 @@ class SnapshotStore(ABC):
             SnapshotNotFoundError: no such snapshot.
         """
 
-    def diff(self, a: str, b: str) -> SnapshotDiff:
+    def diff(self, a: str | Snapshot, b: str | Snapshot) -> SnapshotDiff:
         """Files added, removed and changed from snapshot ``a`` to snapshot ``b``.
 
         Args:
-            a: the older snapshot (id, unique prefix or name).
+            a: the older snapshot (a ``Snapshot``, or its id, unique prefix or name).
             b: the newer snapshot.
 
         Returns:
@@ -346,11 +364,11 @@ class SnapshotStore(ABC):
         """
         raise SnapshotNotSupportedError(f"diff is not available on {self.name or type(self).__name__} snapshots")
 
-    def files(self, id: str) -> builtins.list[FileEntry]:  # list: the method above
+    def files(self, id: str | Snapshot) -> builtins.list[FileEntry]:  # list: the method above
         """The files inside a snapshot, without restoring it.
 
         Args:
-            id: the snapshot (id, unique prefix or name).
+            id: the snapshot (a ``Snapshot``, or its id, unique prefix or name).
 
         Returns:
             ``FileEntry`` objects (path relative to the volume, type, size).

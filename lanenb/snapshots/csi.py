@@ -31,6 +31,7 @@ from lanenb.snapshots.base import (
     check_labels,
     check_name,
     parse_time,
+    snapshot_id,
 )
 from lanenb_trainer.k8s_snapshot import LABEL_PREFIX, slug
 
@@ -221,12 +222,11 @@ class CsiStore(SnapshotStore):
         snaps = [self._to_snapshot(o) for o in items]
         return sorted([s for s in snaps if volume is None or s.volume == volume], key=lambda s: (s.created, s.id))
 
-    def get(self, id: str) -> Snapshot:
-        if not isinstance(id, str) or not id:
-            raise SnapshotInputError(f"snapshot id must be a VolumeSnapshot name, got {id!r}")
+    def get(self, id: str | Snapshot) -> Snapshot:
+        id = snapshot_id(id, "snapshot id (a VolumeSnapshot name)")
         return self._to_snapshot(self._object(id))
 
-    def restore(self, id: str, new_volume: str, *, progress: bool = False) -> str:
+    def restore(self, id: str | Snapshot, new_volume: str, *, progress: bool = False) -> str:
         from kubernetes.client.exceptions import ApiException
 
         from lanenb.kube.objects import build_restored_pvc
@@ -234,6 +234,7 @@ class CsiStore(SnapshotStore):
         if not isinstance(new_volume, str) or not new_volume:
             raise SnapshotInputError(f"restore target must be a new PVC name, got {new_volume!r}")
         check_name(new_volume)
+        id = snapshot_id(id, "snapshot id (a VolumeSnapshot name)")
         snap = self.get(id)
         if not snap.ready:
             raise SnapshotInputError(f"VolumeSnapshot {id!r} is not ready to use"
@@ -263,9 +264,10 @@ class CsiStore(SnapshotStore):
             raise SnapshotError(f"creating PVC {new_volume!r} failed: {exc.status} {exc.reason}") from exc
         return new_volume
 
-    def delete(self, id: str) -> None:
+    def delete(self, id: str | Snapshot) -> None:
         from kubernetes.client.exceptions import ApiException
 
+        id = snapshot_id(id, "snapshot id (a VolumeSnapshot name)")
         self.get(id)  # a clear "not found" first
         try:
             self._call(self.clients.custom.delete_namespaced_custom_object, GROUP, VERSION, self.namespace,
@@ -274,7 +276,7 @@ class CsiStore(SnapshotStore):
             if exc.status != 404:
                 raise SnapshotError(f"deleting VolumeSnapshot {id!r} failed: {exc.status} {exc.reason}") from exc
 
-    def verify(self, id: str) -> Verification:
+    def verify(self, id: str | Snapshot) -> Verification:
         snap = self.get(id)
         if snap.error:
             return Verification(snap.id, False, f"the storage system reports: {snap.error}")

@@ -48,6 +48,7 @@ from lanenb.snapshots.base import (
     check_labels,
     check_name,
     parse_time,
+    snapshot_id,
 )
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.k8s_snapshot import slug
@@ -212,10 +213,10 @@ class ResticStore(SnapshotStore):
         except FileNotFoundError:
             return []
 
-    def _full_id(self, id: str) -> str:
-        """The full id of snapshot ``id`` (a unique id prefix, or a name); no restic call for ids."""
-        if not isinstance(id, str) or not id.strip():
-            raise SnapshotInputError(f"snapshot id must be a non-empty string, got {id!r}")
+    def _full_id(self, id: str | Snapshot) -> str:
+        """The full id of snapshot ``id`` (a ``Snapshot``, a unique id prefix, or a name); no
+        restic call for ids."""
+        id = snapshot_id(id)
         if _HEX.match(id):
             found = self._ids_on_disk(id)
             if len(found) > 1:
@@ -225,9 +226,8 @@ class ResticStore(SnapshotStore):
                 return found[0]
         return self._find(id)["id"]  # a name (or an unknown id): look it up in the listing
 
-    def _find(self, id: str) -> dict[str, Any]:
-        if not isinstance(id, str) or not id.strip():
-            raise SnapshotInputError(f"snapshot id must be a non-empty string, got {id!r}")
+    def _find(self, id: str | Snapshot) -> dict[str, Any]:
+        id = snapshot_id(id)
         raws = self._raw()
         by_id = [r for r in raws if _HEX.match(id) and r["id"].startswith(id)]
         by_name = [r for r in raws if f"{NAME_TAG}={id}" in (r.get("tags") or [])]
@@ -331,16 +331,16 @@ class ResticStore(SnapshotStore):
                 out.append(self._to_snapshot(raw))
         return sorted(out, key=lambda snap: snap.created)  # lanenb's start times where known
 
-    def get(self, id: str) -> Snapshot:
+    def get(self, id: str | Snapshot) -> Snapshot:
         return self._to_snapshot(self._find(id))
 
-    def files(self, id: str) -> builtins.list[FileEntry]:  # list: the method above
+    def files(self, id: str | Snapshot) -> builtins.list[FileEntry]:  # list: the method above
         full = self._full_id(id)
         return [FileEntry(path=n["path"], type=n.get("type", "file"), size=n.get("size"))
                 for n in self._json_lines(self._run(["ls", "--json", full]))
                 if n.get("struct_type") == "node"]
 
-    def diff(self, a: str, b: str) -> SnapshotDiff:
+    def diff(self, a: str | Snapshot, b: str | Snapshot) -> SnapshotDiff:
         fa, fb = self._full_id(a), self._full_id(b)
         sizes = [{f.path: f.size for f in self.files(full) if f.type == "file"} for full in (fa, fb)]
         changes = []
@@ -355,7 +355,7 @@ class ResticStore(SnapshotStore):
                                       size_after=sizes[1].get(msg["path"])))
         return SnapshotDiff(a=fa[:8], b=fb[:8], changes=changes)
 
-    def restore(self, id: str, new_volume: str | os.PathLike, *, progress: bool = False) -> str:
+    def restore(self, id: str | Snapshot, new_volume: str | os.PathLike, *, progress: bool = False) -> str:
         if not isinstance(new_volume, (str, os.PathLike)) or not str(new_volume).strip():
             raise SnapshotInputError(f"restore target must be a new directory path, got {new_volume!r}")
         target = Path(new_volume).expanduser().absolute()
@@ -380,12 +380,12 @@ class ResticStore(SnapshotStore):
                 shutil.rmtree(staging, ignore_errors=True)
         return str(target)
 
-    def delete(self, id: str) -> None:
+    def delete(self, id: str | Snapshot) -> None:
         full = self._full_id(id)
         self._run(["forget", "--prune", full])
         (self.meta_dir / f"{full}.json").unlink(missing_ok=True)
 
-    def verify(self, id: str, *, read_data: bool = False) -> Verification:
+    def verify(self, id: str | Snapshot, *, read_data: bool = False) -> Verification:
         """Check the snapshot can be restored: one ``restic check`` of the index, packs, and
         every snapshot's trees and blobs (so this snapshot's tree too).
 

@@ -57,13 +57,14 @@ def retrain_spec(base: Any, snap: Snapshot, new_volume: str, backend: str, overr
     return base.replace(**changes)
 
 
-def retrain(snapshot_id: str, new_volume: str, *, backend: str | SnapshotStore = "local", registry: Any = None,
-            store_opts: dict[str, Any] | None = None, **overrides: Any) -> Any:
+def retrain(snapshot_id: str | Snapshot, new_volume: str, *, backend: str | SnapshotStore = "local",
+            registry: Any = None, store_opts: dict[str, Any] | None = None, **overrides: Any) -> Any:
     """Restore a dataset snapshot into ``new_volume`` and start training on it with the settings
     of the run that made the snapshot.
 
     Args:
-        snapshot_id: a dataset snapshot, or a run-dir snapshot (its job's dataset snapshot is used).
+        snapshot_id: a dataset snapshot, or a run-dir snapshot (its job's dataset snapshot is used):
+            a ``Snapshot`` or its id, unique prefix or name.
         new_volume: a NEW directory (local) or PVC name (Kubernetes); never overwritten.
         backend: the snapshot store, "local" or "kubernetes" (the job runs on the same kind).
         registry: the job registry (default: ``$LANENB_HOME``'s).

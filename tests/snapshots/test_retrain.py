@@ -64,9 +64,9 @@ def test_retrain_refuses_an_existing_target_and_bad_overrides_before_restoring(t
     dataset_snap = next(s for s in job.snapshots() if s.labels["role"] == "dataset")
     jobs_before = len(list_jobs())
     with pytest.raises(TargetExistsError, match="already exists"):
-        lanenb.retrain(dataset_snap.id, str(data))
+        lanenb.retrain(dataset_snap, str(data))  # the Snapshot object, as its id below
     with pytest.raises(SpecError, match="epochs"):
-        lanenb.retrain(dataset_snap.id, str(tmp_path / "v2"), epochs=0)
+        lanenb.retrain(dataset_snap, str(tmp_path / "v2"), epochs=0)
     with pytest.raises(SnapshotInputError, match="'colour'"):
         lanenb.retrain(dataset_snap.id, str(tmp_path / "v2"), colour="blue")
     assert not (tmp_path / "v2").exists() and len(list_jobs()) == jobs_before

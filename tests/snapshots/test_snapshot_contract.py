@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import lanenb.snapshots as snaps
@@ -120,3 +122,35 @@ def test_diff_lists_changes_with_sizes_or_says_it_is_not_available(store):
     assert [(c.path, c.size_before, c.size_after) for c in d.added] == [("/extra.txt", None, 3)]
     assert [(c.path, c.size_before, c.size_after) for c in d.removed] == [("/label_data.json", 14, None)]
     assert [(c.path, c.size_before, c.size_after) for c in d.changed] == [("/notes.txt", 2, 10)]
+
+
+def test_every_call_taking_an_id_takes_the_snapshot_object_too(store):
+    """What ``create`` returned can be passed straight back: get, restore, verify, files, diff,
+    delete, on the module functions and on the store methods alike."""
+    vol = store.make_volume("data", DATA)
+    a = snaps.create(vol, backend=store.store)
+    store.edit(vol, {"extra.txt": "new"})
+    b = snaps.create(vol, backend=store.store)
+    assert snaps.get(a, backend=store.store) == a
+    assert store.store.get(b) == b
+    assert store.read(snaps.restore(a, store.target("from-object"), backend=store.store)) == DATA
+    assert snaps.verify(b, backend=store.store).id == b.id
+    assert store.store.verify(a).ok
+    if store.can_diff:
+        assert [c.path for c in snaps.diff(a, b, backend=store.store).added] == ["/extra.txt"]
+        assert [c.path for c in store.store.diff(a.id, b).added] == ["/extra.txt"]
+        assert "/extra.txt" in {f.path for f in snaps.files(b, backend=store.store)}
+    snaps.delete(a, backend=store.store)
+    store.store.delete(b)
+    assert snaps.list(backend=store.store) == []
+
+
+@pytest.mark.parametrize("bad", [None, "", "  ", 42, ["abc"]])
+def test_an_id_that_is_neither_a_snapshot_nor_a_string_is_refused_naming_it(store, bad):
+    with pytest.raises(SnapshotInputError, match=r"snapshot id .*must be a Snapshot or a non-empty string.*got "
+                                                 + re.escape(repr(bad))):
+        snaps.get(bad, backend=store.store)
+    with pytest.raises(SnapshotInputError, match=re.escape(repr(bad))):
+        snaps.restore(bad, store.target("never"), backend=store.store)
+    with pytest.raises(SnapshotInputError, match=re.escape(repr(bad))):
+        snaps.delete(bad, backend=store.store)

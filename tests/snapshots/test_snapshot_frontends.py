@@ -74,6 +74,19 @@ def test_lanesnap_magic_shows_diffs_and_restores(ip, two_versions, tmp_path, cap
     assert [s.id for s in snaps.list()] == [second.id]
 
 
+def test_lanesnap_magic_takes_snapshot_objects_from_the_namespace(ip, two_versions, tmp_path, capsys):
+    """``$first`` expands to the Snapshot's id (its ``str`` is a many-word description), and
+    ``{expr}`` and plain values still expand as IPython does."""
+    _, first, second = two_versions
+    ip.user_ns.update({"first": first, "pair": (first, second), "where": tmp_path / "from-object"})
+    ip.run_line_magic("lanesnap", "diff $first {pair[1]}")
+    assert "1 added, 0 removed, 1 changed" in capsys.readouterr().out
+    ip.run_line_magic("lanesnap", "restore {pair[1]} $where")
+    assert (tmp_path / "from-object" / "b.txt").read_text() == "new"
+    ip.run_line_magic("lanesnap", "verify $first")
+    assert f"{first.id}: ok" in capsys.readouterr().out
+
+
 def test_browser_diffs_two_picked_versions_and_restores_only_after_confirm(ip, two_versions, tmp_path):
     from lanenb.notebook import SnapshotBrowser
 
