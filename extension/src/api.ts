@@ -55,6 +55,9 @@ export interface IJobSummary {
   eta_s: number | null;
   accuracy: number | null;
   accuracy_split: 'test' | 'val' | null;
+  /** Which model `accuracy` is for: "best.pt, epoch 6", "last, epoch 9", "val, epoch 3". */
+  accuracy_label?: string | null;
+  headline?: IHeadline | null;
   loss: number | null;
   summary: string | null;
   utilisation: IUtilisation;
@@ -64,6 +67,26 @@ export interface IJobSummary {
   verdict: string | null;
   verdict_kind: IVerdict['kind'] | null;
   breakdown: { [rank: string]: IStepSplit };
+}
+
+/** One scored model (lanenb_trainer.evaluation.headline.Figure.to_dict). */
+export interface IFigure {
+  model: string;
+  epoch: number | null;
+  label: string;
+  split: 'test' | 'val';
+  accuracy: number | null;
+  fp: number | null;
+  fn: number | null;
+  frames: number | null;
+}
+
+/** The run's headline figure with its model label, the other test model beside it
+ * (Headline.to_dict): `text` is the words every face shows, e.g.
+ * "test acc 0.9380 (best.pt, epoch 6), 0.9480 (last, epoch 9)". */
+export interface IHeadline extends IFigure {
+  text: string;
+  other: IFigure | null;
 }
 
 export interface IUpdate {
@@ -88,6 +111,7 @@ export interface IRunState {
   total_steps: number | null;
   progress: number | null;
   accuracy: number | null;
+  headline?: IHeadline | null;
   series: { [name: string]: ISeries };
   epochs: { [name: string]: ISeries };
   system: { [rank: string]: { [name: string]: ISeries } };

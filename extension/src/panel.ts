@@ -103,8 +103,12 @@ export class JobPanel extends Widget {
     const run = this._run;
     const state = this._state || run?.state || '';
     const steps = run?.total_steps ? ` · step ${run.step}/${run.total_steps}` : '';
-    const acc =
-      run && run.accuracy !== null ? ` · accuracy ${run.accuracy.toFixed(4)}` : '';
+    // the server's words for the headline, so the panel says what the notebook says
+    const acc = run?.headline
+      ? ` · ${run.headline.text}`
+      : run && run.accuracy !== null
+        ? ` · accuracy ${run.accuracy.toFixed(4)}`
+        : '';
     this._status.textContent = `${this.jobName}: ${state}${steps}${acc}`;
     this._status.dataset.state = state;
     const verdict = run?.verdict;

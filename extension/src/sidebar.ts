@@ -119,8 +119,9 @@ export class LaneSidebar extends Widget {
       const bar = el('progress', 'lanenb-job-progress');
       bar.max = 1;
       bar.value = job.progress ?? 0;
-      const acc =
-        job.accuracy === null || job.accuracy === undefined
+      const acc = job.headline
+        ? job.headline.text
+        : job.accuracy === null || job.accuracy === undefined
           ? 'acc –'
           : `acc ${job.accuracy.toFixed(3)}`;
       const util = job.utilisation;

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lanenb.analysis.runstate import RunState, format_duration
+from lanenb.analysis.runstate import RunState, fill_tests, format_duration
 from lanenb.jobs import Job, get_job
 from lanenb.tables import Table
 from lanenb_trainer.errors import UserError
@@ -60,7 +60,8 @@ class Comparison:
 
     def _columns(self) -> list[str]:
         return (["run", "backend", "state"] + self.differences
-                + ["test acc", "test FP", "test FN", "best val acc (epoch)", "duration", "images/s", "snapshots"])
+                + ["test acc (model)", "test FP", "test FN", "best val acc (epoch)", "duration", "images/s",
+                   "snapshots"])
 
     def _cells(self, row: dict[str, Any]) -> list[str]:
         def num(v: Any, fmt: str = "{:.4f}") -> str:
@@ -69,7 +70,7 @@ class Comparison:
         best = row["best"] or {}
         best_txt = "-" if best.get("accuracy") is None else f"{best['accuracy']:.4f} ({best.get('epoch')})"
         return ([row["run"], row["backend"], row["state"]] + [str(row["spec"].get(d)) for d in self.differences]
-                + [num(row["test_accuracy"]), num(row["test_fp"]), num(row["test_fn"]), best_txt,
+                + [row["test_cell"] or "-", num(row["test_fp"]), num(row["test_fn"]), best_txt,
                    "-" if row["duration_s"] is None else format_duration(row["duration_s"]),
                    num(row["images_per_s"], "{:.1f}"), ", ".join(row["snapshots"]) or "-"])
 
@@ -115,11 +116,16 @@ def compare(runs: Sequence[str | Job]) -> Comparison:
         state, snapshots, ips = _state(job)
         result.states[job.name] = state
         metrics = job.metrics or {}
-        test = state.test or (metrics.get("test") if isinstance(metrics.get("test"), dict) else None) or {}
+        fill_tests(state, metrics)  # the headline of metrics.json where the log had no test event
+        found = state.headline()
+        test = found.primary.to_dict() if found is not None and found.split == "test" else {}
         duration = state.duration_s if state.duration_s is not None else metrics.get("duration_s")
         result.rows.append({
             "run": job.name, "backend": job.backend_name, "state": state.state, "spec": specs[job.name],
             "test_accuracy": test.get("accuracy"), "test_fp": test.get("fp"), "test_fn": test.get("fn"),
+            "test_model": test.get("label"),
+            "test_other": None if found is None or found.other is None else found.other.to_dict(),
+            "test_cell": found.short() if found is not None and test else None,
             "best": state.best, "duration_s": duration, "images_per_s": ips, "snapshots": snapshots,
             "val": dict(state.val),
         })

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lanenb.analysis.event_text import event_text
+from lanenb.analysis.headline import BEST, LAST, VAL, Figure, Headline, choose, figure, from_metrics
 from lanenb.analysis.series import BucketSeries
 from lanenb.launch.lines import LogLine
 from lanenb_trainer.events import Event
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from lanenb.jobs.job import Job
     from lanenb.jobs.updates import Update
 
-__all__ = ["RunState", "SYSTEM_FIELDS", "TIMING_FIELDS", "TIMING_HISTORY", "GPU_RECENT", "tail_state",
+__all__ = ["RunState", "fill_tests", "SYSTEM_FIELDS", "TIMING_FIELDS", "TIMING_HISTORY", "GPU_RECENT", "tail_state",
            "fill_config", "format_duration"]
 
 # per-rank system samples kept as series (GPU fields only appear on GPU ranks)
@@ -78,7 +79,9 @@ class RunState:
     lr: float | None = None
     # results
     val: dict[str, Any] = field(default_factory=dict)
-    test: dict[str, Any] | None = None
+    test: dict[str, Any] | None = None  # the headline test result (best.pt's, else the last model's)
+    # the test figures by model, "best.pt" and "last", each with its epoch (``headline()``)
+    tests: dict[str, Figure] = field(default_factory=dict)
     best: dict[str, Any] | None = None
     end_status: str | None = None
     duration_s: float | None = None
@@ -207,9 +210,20 @@ class RunState:
                         "fn": ev.get("val_fn")}
 
     def _on_eval(self, ev: Event) -> None:
-        if ev.get("split") == "test":  # best.pt's comes after the last model's: it is the headline
-            self.test = {k: ev.get(k) for k in ("accuracy", "fp", "fn", "frames")}
-            self.test["model"] = ev.get("model") or "last"
+        if ev.get("split") != "test":
+            return
+        result = {k: ev.get(k) for k in ("accuracy", "fp", "fn", "frames")}
+        epoch = ev.get("epoch")
+        if ev.get("model") in ("best", BEST):
+            model = BEST
+        else:  # the last model's event carries the epochs done (the loop's counter): its epoch is one less
+            model = LAST
+            epoch = epoch - 1 if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch > 0 else None
+        found = figure(model, result, epoch)
+        if found is not None:
+            self.tests[model] = found
+        if model == BEST or BEST not in self.tests:  # best.pt's is the headline whichever came first
+            self.test = {**result, "model": "best" if model == BEST else "last"}
 
     def _on_checkpoint(self, ev: Event) -> None:
         self.checkpoint = ev.get("path")
@@ -275,6 +289,9 @@ class RunState:
         self.best = ev.get("best")
         if ev.get("test") and self.test is None:
             self.test = dict(ev.get("test"))
+            found = figure(LAST, self.test)
+            if found is not None:
+                self.tests.setdefault(LAST, found)
         if isinstance(ev.get("step"), int):
             self.step = ev.get("step")
 
@@ -321,13 +338,17 @@ class RunState:
             return global_batch(self.batch_size, self.world_size)
         return None
 
+    def headline(self) -> Headline | None:
+        """The run's headline figure with its model label (``lanenb.analysis.headline``'s rule:
+        best.pt's test, else the last model's, else the latest validation), and the other test
+        model beside it when both were scored on different epochs."""
+        val = figure(VAL, self.val, self.val.get("epoch")) if self.val else None
+        return choose(self.tests.get(LAST), self.tests.get(BEST), val)
+
     def accuracy(self) -> float | None:
-        """The best number to show in a table: test accuracy, else the latest val accuracy."""
-        if self.test and self.test.get("accuracy") is not None:
-            return float(self.test["accuracy"])
-        if self.val.get("accuracy") is not None:
-            return float(self.val["accuracy"])
-        return None
+        """The headline accuracy (``headline()``): what a table's one accuracy column shows."""
+        found = self.headline()
+        return None if found is None else found.accuracy
 
     def log_tail(self, n: int = 20, rank: int | str | None = "all", errors_only: bool = False) -> list[LogLine]:
         """The last ``n`` kept lines, optionally of one rank (``None`` = launcher lines); an
@@ -380,9 +401,9 @@ class RunState:
             parts.append(f"loss {self.loss:.4f}")
         if self.images_per_s:
             parts.append(f"{self.images_per_s:.1f} img/s")
-        acc = self.accuracy()
-        if acc is not None:
-            parts.append(f"{'test' if self.test else 'val'} acc {acc:.4f}")
+        found = self.headline()
+        if found is not None and found.accuracy is not None:
+            parts.append(found.text())
         eta = self.eta_s
         if eta is not None:
             parts.append(f"ETA {format_duration(eta)}")
@@ -395,6 +416,7 @@ class RunState:
             "device": self.device, "step": self.step, "epoch": self.epoch, "total_steps": self.total_steps,
             "progress": self.progress, "eta_s": self.eta_s, "images_per_s": self.images_per_s,
             "loss": self.loss, "lr": self.lr, "val": self.val, "test": self.test, "best": self.best,
+            "headline": None if (found := self.headline()) is None else found.to_dict(),
             "end_status": self.end_status, "errors": self.errors,
             "series": {k: v.to_dict() for k, v in self.series.items()},
             "epochs": {k: v.to_dict() for k, v in self.epochs_hist.items()},
@@ -410,11 +432,24 @@ def tail_state(job: Job, lines: int = 400) -> RunState:
     enough for a table of many jobs (``%lanejobs``, the sidebar), whatever each log's length."""
     state = RunState(max_points=64, max_log_lines=50)
     state.apply_all(job.poll(None, tail_lines=lines).updates)
-    metrics = job.metrics or {}
-    if state.test is None and isinstance(metrics.get("test"), dict):
-        state.test = dict(metrics["test"])
+    fill_tests(state, job.metrics)
     fill_config(state, job)
     return state
+
+
+def fill_tests(state: RunState, metrics: dict[str, Any] | None) -> None:
+    """The test figures of ``metrics.json`` (``job.metrics``) where the log gave none (a tail
+    of a long log, a log without eval events): the headline is then the same as the file's."""
+    found = from_metrics(metrics)
+    if found is None:
+        return
+    for fig in (found.primary, found.other):
+        if fig is not None and fig.model not in state.tests:
+            state.tests[fig.model] = fig
+    if state.test is None:
+        p = found.primary
+        state.test = {"accuracy": p.accuracy, "fp": p.fp, "fn": p.fn, "frames": p.frames,
+                      "model": "best" if p.model == BEST else "last"}
 
 
 def fill_config(state: RunState, job: Job) -> None:

@@ -59,13 +59,16 @@ def job_summary(job: Job, state: RunState, *, now: float | None = None) -> dict[
         ``name``, ``backend``, ``created``, ``age_s``, ``run_dir``; ``state``, ``reason`` and
         ``status`` (the state with its reason, as tables show it); ``progress`` (0..1),
         ``step``, ``total_steps``, ``eta_s`` (only while running); ``accuracy`` with
-        ``accuracy_split`` ("test" or "val"); ``loss``, ``summary`` (one status line),
+        ``accuracy_split`` ("test" or "val") and ``accuracy_label`` (which model: "best.pt,
+        epoch 6"); ``headline`` (``Headline.to_dict()``: the figure, its label, ``text`` and the
+        other test model's figure, or None); ``loss``, ``summary`` (one status line),
         ``final`` (nothing will change any more), ``utilisation``, ``error`` (None);
         ``verdict`` (the doctor's line, e.g. "input-bound: ranks wait 41% of each step for
         data; ..."), ``verdict_kind`` (its first word) and ``breakdown`` (per rank, as a string
         key: the shares of data / compute / exchange / other and ``step_s``).
     """
-    acc = state.accuracy()
+    found = state.headline()
+    acc = None if found is None else found.accuracy
     verdict = diagnose(state)
     return {
         "name": job.name, "backend": job.backend_name, "created": job.created, "age_s": _age(job, now),
@@ -74,7 +77,9 @@ def job_summary(job: Job, state: RunState, *, now: float | None = None) -> dict[
         "status": state.state + (f" ({state.reason})" if state.reason and state.state != "running" else ""),
         "progress": state.progress, "step": state.step, "total_steps": state.total_steps,
         "eta_s": state.eta_s if state.state == "running" else None,
-        "accuracy": acc, "accuracy_split": None if acc is None else ("test" if state.test else "val"),
+        "accuracy": acc, "accuracy_split": None if found is None else found.split,
+        "accuracy_label": None if found is None else found.label,
+        "headline": None if found is None else found.to_dict(),
         "loss": state.loss, "summary": state.summary(), "final": state.finished or state.state == "lost",
         "utilisation": utilisation(state), "error": None,
         "verdict": str(verdict), "verdict_kind": verdict.kind,
@@ -91,7 +96,7 @@ def error_summary(job: Job, exc: BaseException, *, now: float | None = None) -> 
         "name": job.name, "backend": job.backend_name, "created": job.created, "age_s": _age(job, now),
         "run_dir": job.run_dir, "state": "unknown", "reason": None, "status": f"unknown ({error})",
         "progress": None, "step": None, "total_steps": None, "eta_s": None, "accuracy": None,
-        "accuracy_split": None, "loss": None, "summary": None, "final": False,
+        "accuracy_split": None, "accuracy_label": None, "headline": None, "loss": None, "summary": None, "final": False,
         "utilisation": {"metric": None, "values": [], "last": {}}, "error": error,
         "verdict": None, "verdict_kind": None, "breakdown": {},
     }

@@ -97,9 +97,14 @@ def render_run(state: RunState, title: str = "", verdict: str | None = None) -> 
                 s = state.epochs_hist.get(name)
                 if s is not None and len(s):
                     a_val.plot([x + 1 for x in s.x], s.y, marker="o", label=label, color=colour)
-            if state.test and state.test.get("accuracy") is not None:
-                a_val.axhline(state.test["accuracy"], color="C2", ls=":", lw=1,
-                              label=f"test acc {state.test['accuracy']:.3f}")
+            # the run's headline test figure and the other model's, each labelled with its model
+            # (the same figures and words as the status line and %lanejobs)
+            headline = state.headline()
+            if headline is not None and headline.split == "test":
+                for scored, style in ((headline.primary, ":"), (headline.other, "-.")):
+                    if scored is not None and scored.accuracy is not None:
+                        a_val.axhline(scored.accuracy, color="C2", ls=style, lw=1,
+                                      label=f"test acc {scored.accuracy:.3f} ({scored.label})")
             a_val.set_ylim(-0.02, 1.02)
             a_val.set_xlabel("epoch")
             a_val.legend(fontsize=8, loc="center right")

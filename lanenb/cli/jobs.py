@@ -69,10 +69,11 @@ def _get(name: str) -> Job | None:
 def _recorded_state(job: Any, refresh: bool) -> RunState:
     """The state the registry recorded (no log read, no backend call: a listing of every job
     stays instant), or with ``refresh`` the backend's answer for a job not yet finished."""
-    from lanenb.analysis.runstate import RunState
+    from lanenb.analysis.runstate import RunState, fill_tests
     from lanenb.jobs import JobState
 
     state = RunState(state=job._record.state)
+    fill_tests(state, job._record.metrics)  # the headline of a finished job, from its recorded metrics
     if refresh and not JobState(state.state).finished:
         state.fold_status(job.status())
     return state
@@ -88,7 +89,7 @@ def _list(args: argparse.Namespace) -> int:
     for job, s in zip(jobs, summaries):
         state = s["status"] if s["error"] else s["state"]  # "unknown (why)" when unreadable
         rows.append({"name": s["name"], "backend": s["backend"], "state": state, "created": s["created"],
-                     "run_dir": s["run_dir"], "metrics": job._record.metrics})
+                     "run_dir": s["run_dir"], "metrics": job._record.metrics, "headline": s["headline"]})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -96,11 +97,20 @@ def _list(args: argparse.Namespace) -> int:
         print("no jobs yet")
         return 0
     width = max(len(r["name"]) for r in rows)
-    print(f"{'NAME':<{width}}  {'BACKEND':<10}  {'STATE':<10}  {'CREATED':<19}  RUN DIR")
-    for r in rows:
+    heads = [_headline_text(r["headline"]) for r in rows]
+    acc_width = max(len("TEST ACCURACY"), *(len(h) for h in heads))
+    print(f"{'NAME':<{width}}  {'BACKEND':<10}  {'STATE':<10}  {'CREATED':<19}  "
+          f"{'TEST ACCURACY':<{acc_width}}  RUN DIR")
+    for r, head in zip(rows, heads):
         print(f"{r['name']:<{width}}  {r['backend']:<10}  {r['state']:<10}  {_fmt_time(r['created']):<19}  "
-              f"{r['run_dir'] or '-'}")
+              f"{head:<{acc_width}}  {r['run_dir'] or '-'}")
     return 0
+
+
+def _headline_text(headline: dict[str, Any] | None) -> str:
+    """``Headline.to_dict()``'s table words, as ``%lanejobs`` shows them: "0.9380 test (best.pt,
+    epoch 6); 0.9480 (last, epoch 9)"; "-" before a test result (a listing reads no log)."""
+    return "-" if not headline else str(headline["cell"])
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -116,11 +126,16 @@ def _show(args: argparse.Namespace) -> int:
     job.status()
     # running or finished alike: the log holds every rank's timing events (a run dir's
     # events.jsonl only rank 0's), so the verdict is read from the log's tail
-    verdict = diagnose(tail_state(job, args.lines))
+    state = tail_state(job, args.lines)
+    verdict = diagnose(state)
+    headline = state.headline()
     info = job.describe()
     info["verdict"] = verdict.to_dict()
+    info["headline"] = None if headline is None else headline.to_dict()
     if not args.json:
         print(verdict)
+        if headline is not None:
+            print(headline.long())
     print(json.dumps(info, indent=2, default=str))
     return 0
 

@@ -21,6 +21,7 @@ from lanenb.home import default_run_dir
 from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.jobs.updates import poll as _poll
 from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRecord, JobRegistry
+from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import Event, parse_line
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
@@ -94,7 +95,12 @@ class Job:
 
     @property
     def metrics(self) -> dict[str, Any] | None:
-        """Final metrics (``metrics.json`` of the run dir), once the job has finished."""
+        """Final metrics (``metrics.json`` of the run dir), once the job has finished.
+
+        ``test`` is the last model's result and ``test_best`` ``best.pt``'s; ``headline`` says
+        which one is the run's figure and labels it ("best.pt, epoch 6", with the last model's
+        beside it as ``other``): the figure every view shows. Files written before the trainer
+        wrote ``headline`` get it computed by the same rule."""
         self._refresh()
         if self._record.metrics is None:
             if not JobState(self._record.state).finished:
@@ -102,7 +108,11 @@ class Job:
             elif (metrics := _read_metrics(self._record.run_dir)) is not None:
                 self._registry.update(self.name, metrics=metrics)
                 self._refresh()
-        return self._record.metrics
+        metrics = self._record.metrics
+        if isinstance(metrics, dict) and "headline" not in metrics:
+            found = from_metrics(metrics)
+            metrics = {**metrics, "headline": None if found is None else found.to_dict()}
+        return metrics
 
     def _refresh(self) -> None:
         self._record = self._registry.get(self.name)

@@ -368,12 +368,12 @@ def _dry_run(spec: Any) -> None:
 
 
 def _metrics_text(job: Job) -> str:
-    m = job.metrics or {}
-    test = m.get("test") if isinstance(m.get("test"), dict) else None
-    if not test:
-        return ""
-    return (f"; test accuracy {test.get('accuracy', 0):.4f} FP {test.get('fp', 0):.4f} "
-            f"FN {test.get('fn', 0):.4f} ({test.get('frames')} frames)")
+    """The finished job's headline test figure, labelled with its model (the same figure as
+    the status line and ``%lanejobs``), and the other model's beside it."""
+    from lanenb.analysis.headline import from_metrics
+
+    found = from_metrics(job.metrics)
+    return "" if found is None else "; " + found.long()
 
 
 class JobTable:
@@ -392,8 +392,8 @@ class JobTable:
             progress = f"{summary['progress']:.0%}"
             if summary["eta_s"] is not None:
                 progress += f" (ETA {format_duration(summary['eta_s'])})"
-        acc = summary["accuracy"]
-        accuracy = "-" if acc is None else f"{acc:.4f} {summary['accuracy_split']}"
+        headline = summary.get("headline")
+        accuracy = "-" if not headline else headline["cell"]
         age = "-" if summary["age_s"] is None else format_duration(summary["age_s"])
         # a job that never reported timing (before it started, timing off) shows "-", not "unknown: ..."
         verdict = summary.get("verdict") if summary.get("verdict_kind") not in (None, "unknown") else None

@@ -47,7 +47,7 @@ def test_a_running_job_row_has_progress_eta_val_accuracy_and_age():
     assert (row["accuracy"], row["accuracy_split"]) == (0.8, "val") and row["final"] is False
     assert row["utilisation"]["metric"] == "gpu_util" and row["utilisation"]["values"] == [90.0]
     assert JobTable._row(row) == {"name": "lane-1", "backend": "local", "status": "running",
-                                  "progress": "20% (ETA 1m20s)", "accuracy": "0.8000 val", "age": "2m05s",
+                                  "progress": "20% (ETA 1m20s)", "accuracy": "0.8000 val (epoch 0)", "age": "2m05s",
                                   "verdict": "-"}
     assert (row["verdict"], row["verdict_kind"]) == ("unknown: no step timing yet", "unknown")
 
@@ -60,7 +60,8 @@ def test_a_final_job_row_names_the_reason_and_prefers_test_accuracy_without_eta(
     assert row["status"] == "failed (exit code 3)" and row["final"] is True and row["eta_s"] is None
     assert (row["accuracy"], row["accuracy_split"]) == (0.9, "test") and row["age_s"] is None
     assert JobTable._row(row) == {"name": "lane-1", "backend": "local", "status": "failed (exit code 3)",
-                                  "progress": "20%", "accuracy": "0.9000 test", "age": "-", "verdict": "-"}
+                                  "progress": "20%", "accuracy": "0.9000 test (last)", "age": "-",
+                                  "verdict": "-"}
 
 
 def test_a_job_whose_state_cannot_be_read_is_one_unknown_row_among_the_others():

@@ -53,12 +53,14 @@ def test_quickstart_trains_and_keeps_charts_and_metrics(tmp_path):
     assert charts and charts[0].startswith(PNG) and len(charts[0]) > 20_000  # the final 4-panel chart
     assert any(o.get("data", {}).get("application/vnd.jupyter.widget-view+json") for o in train)
     assert "[0] " in text_of(train)  # the last log lines are kept for a reader without widgets
-    metrics = text_of(outputs(nb, 'job.metrics["test"]'))
+    metrics = text_of(outputs(nb, 'job.metrics["headline"]'))
     acc = float(metrics.split("test accuracy ")[1].split()[0])
     fp = float(metrics.split("FP ")[1].split()[0])
     fn = float(metrics.split("FN ")[1].split()[0])
     assert 0.0 <= acc <= 1.0 and 0.0 <= fp <= 1.0 and 0.0 <= fn <= 1.0 and "succeeded" in metrics
-    assert "succeeded" in text_of(outputs(nb, "%lanejobs"))
+    label = metrics.split("(best.pt, epoch ")[1].split(";")[0]  # the headline says which model it is
+    jobs = text_of(outputs(nb, "%lanejobs"))
+    assert "succeeded" in jobs and f"{acc:.4f} test (best.pt, epoch {label})" in jobs  # the same figure
     snapped = text_of(outputs(nb, "snaps.restore("))  # --snapshot kept run dir + dataset; restored anew
     assert "model restored: True" in snapped and "metrics.json" in snapped and "dataset" in snapped
     viewer = outputs(nb, "PredictionViewer(job)")

@@ -57,6 +57,15 @@ def test_loss_falls_and_run_dir_is_complete(full_run, synth_root):
     # which model each number is for; the headline is best.pt's
     assert metrics["models"]["test"].startswith("last model") and metrics["models"]["test_best"].startswith("best.pt")
     assert metrics["headline_model"] == "best.pt" and metrics["accuracy"] == metrics["test_best"]["accuracy"]
+    # the labelled headline every face shows (evaluation/headline.py), written by the trainer itself
+    head = metrics["headline"]
+    assert head["label"] == f"best.pt, epoch {metrics['best_epoch']}" and head["accuracy"] == metrics["accuracy"]
+    last_epoch = metrics["epochs"] - 1
+    if metrics["best_epoch"] != last_epoch:
+        assert head["other"]["label"] == f"last, epoch {last_epoch}"
+        assert head["other"]["accuracy"] == metrics["test"]["accuracy"]
+    else:
+        assert head["other"] is None
     # rank 0 mirrors its events into events.jsonl
     kinds = [json.loads(x)["kind"] for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert kinds[0] == "start" and kinds[-1] == "end" and "checkpoint" in kinds

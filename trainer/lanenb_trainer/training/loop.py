@@ -21,6 +21,7 @@ from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import TrainConfig, global_batch
 from lanenb_trainer.data.masks import NUM_SLOTS
 from lanenb_trainer.engines import Engine
+from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import EventLog
 from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.recipe import lr_at, scnn_loss
@@ -292,6 +293,10 @@ class Trainer:
                        "epochs": self.epoch,
                        "steps": self.global_step, "world_size": self.engine.world_size,
                        "engine": self.engine.name, "duration_s": round(time.time() - self.t0, 3)}
+            # the labelled headline ("best.pt, epoch 6", and the last model's beside it): the rule
+            # every face applies (evaluation/headline.py), so the file and the faces agree
+            found = from_metrics(metrics)
+            metrics["headline"] = None if found is None else found.to_dict()
             write_json(self.run_dir / "metrics.json", metrics)
             if test is not None:
                 self.emit("eval", split="test", epoch=self.epoch, step=self.global_step, model="last", **test)

@@ -1,0 +1,165 @@
+"""The one headline figure of a run, and which model it belongs to.
+
+A finished run is scored on the test set twice: with the last model and with ``best.pt`` (the
+epoch picked on validation frames). Both numbers are real and they differ, so a face that shows
+"test acc 0.938" in one place and "0.948" in another, with nothing saying which model each is,
+looks wrong. Every face (status line, chart legend, ``%lanejobs``, ``%lanecompare``, the
+sidebar, the REST API, ``lanenb jobs list/show``, ``job.metrics``) asks this module instead.
+
+The rule, the same as ``metrics.json``'s top-level ``accuracy``: the headline is ``best.pt``'s
+test figure when there is one, else the last model's test figure, else (while training) the
+latest validation accuracy. When both test figures exist for different epochs, the other one is
+carried as ``other`` so a face shows both, each with its label ("best.pt, epoch 6" / "last,
+epoch 9"). Epochs are counted from 0, as ``metrics.json``'s ``models`` and ``best`` count them.
+
+It lives with the trainer because the trainer applies it first, writing ``metrics.json``'s
+``headline``, and ``lanenb.jobs`` (below the analysis layer) applies it to older files for
+``job.metrics``; the faces import it as ``lanenb.analysis.headline``. Pure functions of plain
+dicts: no imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Figure", "Headline", "figure", "choose", "from_metrics", "BEST", "LAST", "VAL"]
+
+BEST = "best.pt"
+LAST = "last"
+VAL = "val"
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One scored model: ``model`` is ``"best.pt"``, ``"last"`` or ``"val"`` (the latest
+    validation, before any test), ``epoch`` its epoch (from 0, as the log's "epoch 9 done" and
+    ``metrics.json`` count; ``None`` when unknown)."""
+
+    model: str
+    epoch: int | None
+    accuracy: float | None
+    fp: float | None = None
+    fn: float | None = None
+    frames: int | None = None
+
+    @property
+    def label(self) -> str:
+        """Which model the numbers are for: "best.pt, epoch 6", "last, epoch 9"; a validation
+        figure says its epoch only ("epoch 3"), its split already says "val"."""
+        if self.model == VAL:
+            return "latest epoch" if self.epoch is None else f"epoch {self.epoch}"
+        return self.model if self.epoch is None else f"{self.model}, epoch {self.epoch}"
+
+    @property
+    def split(self) -> str:
+        return "val" if self.model == VAL else "test"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "epoch": self.epoch, "label": self.label, "split": self.split,
+                "accuracy": self.accuracy, "fp": self.fp, "fn": self.fn, "frames": self.frames}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The headline ``primary`` figure and, when the other test model was scored on another
+    epoch, that one as ``other`` (shown beside it, never instead of it)."""
+
+    primary: Figure
+    other: Figure | None = None
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.primary.accuracy
+
+    @property
+    def split(self) -> str:
+        return self.primary.split
+
+    @property
+    def label(self) -> str:
+        return self.primary.label
+
+    def short(self, digits: int = 4) -> str:
+        """Table cell: "0.9380 test (best.pt, epoch 6); 0.9480 (last, epoch 9)"."""
+        text = f"{_fmt(self.primary.accuracy, digits)} {self.split} ({self.primary.label})"
+        if self.other is not None:
+            text += f"; {_fmt(self.other.accuracy, digits)} ({self.other.label})"
+        return text
+
+    def text(self, digits: int = 4) -> str:
+        """Status line part: "test acc 0.9380 (best.pt, epoch 6), 0.9480 (last, epoch 9)"."""
+        text = f"{self.split} acc {_fmt(self.primary.accuracy, digits)} ({self.primary.label})"
+        if self.other is not None:
+            text += f", {_fmt(self.other.accuracy, digits)} ({self.other.label})"
+        return text
+
+    def long(self, digits: int = 4) -> str:
+        """With FP/FN and frames, for summaries: "test accuracy 0.9380 FP 0.0500 FN 0.0400
+        (best.pt, epoch 6; 32 frames); last, epoch 9: accuracy 0.9480 FP ... FN ..."."""
+        p = self.primary
+        frames = f"; {p.frames} frames" if p.frames is not None else ""
+        text = (f"{p.split} accuracy {_fmt(p.accuracy, digits)} FP {_fmt(p.fp, digits)} FN {_fmt(p.fn, digits)} "
+                f"({p.label}{frames})")
+        if self.other is not None:
+            o = self.other
+            text += (f"; {o.label}: accuracy {_fmt(o.accuracy, digits)} FP {_fmt(o.fp, digits)} "
+                     f"FN {_fmt(o.fn, digits)}")
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for the REST API, the sidebar and ``--json``: the primary figure's fields plus
+        ``text`` (a status line's words), ``cell`` (a table's) and ``other`` (the other model's
+        figure, or ``None``): faces show these words rather than re-deriving them."""
+        return {**self.primary.to_dict(), "text": self.text(), "cell": self.short(),
+                "other": None if self.other is None else self.other.to_dict()}
+
+
+def _fmt(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def figure(model: str, result: Mapping[str, Any] | None, epoch: Any = None) -> Figure | None:
+    """A ``Figure`` from a test/val result dict (``accuracy``, ``fp``, ``fn``, ``frames``);
+    ``None`` when there is no result or it has no accuracy."""
+    if not isinstance(result, Mapping) or _num(result.get("accuracy")) is None:
+        return None
+    return Figure(model=model, epoch=_int(epoch), accuracy=_num(result.get("accuracy")), fp=_num(result.get("fp")),
+                  fn=_num(result.get("fn")), frames=_int(result.get("frames")))
+
+
+def choose(last: Figure | None, best: Figure | None, val: Figure | None = None) -> Headline | None:
+    """The rule: ``best.pt``'s test figure, else the last model's, else validation; the other
+    test figure rides along when it is for another epoch (the same epoch is the same model)."""
+    if best is not None:
+        other = last if last is not None and last.epoch != best.epoch else None
+        return Headline(best, other)
+    if last is not None:
+        return Headline(last)
+    if val is not None:
+        return Headline(val)
+    return None
+
+
+def from_metrics(metrics: Mapping[str, Any] | None) -> Headline | None:
+    """The headline of a finished run's ``metrics.json`` (``job.metrics``): ``test`` is the last
+    model's (after epoch ``epochs - 1``), ``test_best`` is ``best.pt``'s (epoch ``best_epoch``).
+    Older files with only ``test`` give the last model's figure."""
+    if not isinstance(metrics, Mapping):
+        return None
+    epochs = _int(metrics.get("epochs"))
+    last = figure(LAST, metrics.get("test"), epochs - 1 if epochs else None)
+    best_epoch = metrics.get("best_epoch")
+    if best_epoch is None and isinstance(metrics.get("best"), Mapping):
+        best_epoch = metrics["best"].get("epoch")
+    best = figure(BEST, metrics.get("test_best"), best_epoch)
+    return choose(last, best)
