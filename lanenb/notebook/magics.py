@@ -221,7 +221,7 @@ class LaneMagics(Magics):
             raise UsageError(f"--limit must be >= 1, got {args.limit}")
         from IPython.display import display
 
-        display(JobTable(list_jobs()[: args.limit]))
+        display(JobTable(list_jobs(newest_first=True, limit=args.limit)))
 
     @line_magic
     @magic_arguments()
