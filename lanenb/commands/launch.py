@@ -1,0 +1,43 @@
+"""What ``%lanetrain`` and ``lanenb train`` print around a launch, written once so both faces
+say the same: the ``--dry-run`` report and the final line of a ``--wait``."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from lanenb.contract.spec import TrainSpec
+from lanenb.jobs import Job, get_backend, validate
+
+__all__ = ["dry_run_text", "metrics_text"]
+
+
+def dry_run_text(spec: TrainSpec) -> tuple[str, int]:
+    """The validated spec, every problem, and what would run; nothing starts.
+
+    Returns:
+        ``(text, problems)``: the report (the MPIJob YAML for a backend that renders one, the
+        ``mpirun`` argv for one that launches here when the spec has no problem) and how many
+        problems it lists (``lanenb train --dry-run`` exits 1 when there are any).
+    """
+    problems = validate(spec)
+    lines = [f"spec: {spec.processes} process(es) x {spec.gpus} GPU(s), batch {spec.batch_size} per rank = "
+             f"global batch {spec.global_batch}, {spec.epochs} epoch(s), engine {spec.engine}, "
+             f"backbone {spec.backbone}, backend {spec.backend}"]
+    lines += [f"problem: {problem}" for problem in problems]
+    backend: Any = get_backend(spec.backend)
+    if hasattr(backend, "render"):
+        lines.append(backend.render(spec))
+    elif hasattr(backend, "launcher_argv") and not problems:
+        lines.append("mpirun argv: " + shlex.join(backend.launcher_argv(spec, spec.run_dir or "<run dir>")))
+    return "\n".join(lines), len(problems)
+
+
+def metrics_text(job: Job) -> str:
+    """``; test accuracy 0.9100 FP ... (N frames)`` for a job with test metrics, else ``""``."""
+    m = job.metrics or {}
+    test = m.get("test") if isinstance(m.get("test"), dict) else None
+    if not test:
+        return ""
+    return (f"; test accuracy {test.get('accuracy', 0):.4f} FP {test.get('fp', 0):.4f} "
+            f"FN {test.get('fn', 0):.4f} ({test.get('frames')} frames)")
