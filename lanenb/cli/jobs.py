@@ -8,6 +8,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from lanenb.cli import describe
+
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
     from lanenb.jobs.job import Job
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("jobs", help="list, inspect, follow and cancel training jobs",
-                                   description=__doc__.splitlines()[0])
+                                   description=describe(__doc__))
     sub = parser.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
 
     p = sub.add_parser("list", help=f"the newest {LIST_LIMIT} jobs, newest first (--all: every job)")

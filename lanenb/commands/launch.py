@@ -21,9 +21,10 @@ def dry_run_text(spec: TrainSpec) -> tuple[str, int]:
         problems it lists (``lanenb train --dry-run`` exits 1 when there are any).
     """
     problems = validate(spec)
-    lines = [f"spec: {spec.processes} process(es) x {spec.gpus} GPU(s), batch {spec.batch_size} per rank = "
-             f"global batch {spec.global_batch}, {spec.epochs} epoch(s), engine {spec.engine}, "
-             f"backbone {spec.backbone}, backend {spec.backend}"]
+    summary = (f"spec: {spec.processes} process(es) x {spec.gpus} GPU(s), batch {spec.batch_size} per rank = "
+               f"global batch {spec.global_batch}, {spec.epochs} epoch(s), engine {spec.engine}, "
+               f"backbone {spec.backbone}, backend {spec.backend}")
+    lines = [summary]
     lines += [f"problem: {problem}" for problem in problems]
     backend: Any = get_backend(spec.backend)
     if hasattr(backend, "render"):

@@ -63,3 +63,28 @@ def test_run_flag_mistakes_are_one_line(tmp_path, capsys, argv, message):
     assert main(["train", "--data", str(tmp_path), *argv]) == 2
     assert message in capsys.readouterr().err
     assert list_jobs() == []
+
+
+def test_every_help_description_is_a_whole_sentence_for_users():
+    """``lanenb --help`` once printed a docstring's cut first line ("... and registers")."""
+    import argparse
+
+    from lanenb.cli import build_parser
+
+    def parsers(parser: argparse.ArgumentParser, path: str):
+        yield path, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from parsers(sub, f"{path} {name}")
+
+    seen = 0
+    for path, parser in parsers(build_parser(), "lanenb"):
+        if parser.description is None:
+            continue
+        seen += 1
+        text = parser.description
+        assert text.endswith("."), (path, text)
+        assert "``" not in text and "registers" not in text, (path, text)
+    assert seen >= 8
+    assert build_parser().description.startswith("Train SCNN lane detection on N MPI ranks")

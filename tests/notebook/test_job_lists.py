@@ -22,7 +22,7 @@ def many_jobs(lanenb_home) -> list[str]:
     times count up, so an order by name (or the registry's insertion order) shows up as wrong."""
     registry = JobRegistry()
     names = [f"job-{JOBS - i:02d}" for i in range(JOBS)]  # job-25 (oldest) ... job-01 (newest)
-    for i, name in enumerate(names):
+    for name in names:
         registry.add(name, "local", {"dataset": "/nowhere", "processes": 1}, run_dir=None, state="succeeded")
     with sqlite3.connect(registry.path) as conn:
         for i, name in enumerate(names):
