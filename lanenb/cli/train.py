@@ -108,10 +108,10 @@ class ConsoleRenderer:
 
     def _start_bar(self, ev: Event) -> None:
         self.total_steps = ev.get("total_steps")
-        if self.tty and self.total_steps:
-            from tqdm import tqdm
+        if self.tty and self.total_steps:  # elsewhere the step events print as lines (--log-every)
+            from lanenb_trainer.progress import progress_bar
 
-            self.bar = tqdm(total=self.total_steps, unit="step", file=self.out, dynamic_ncols=True)
+            self.bar = progress_bar(total=self.total_steps, unit="step", file=self.out)
             self.bar.update((ev.get("resumed_from") or {}).get("step", 0))
 
     def close(self) -> None:
