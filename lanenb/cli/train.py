@@ -22,6 +22,7 @@ from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine
 from lanenb.launch.mpirun import LaunchError, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
+from lanenb_trainer.progress import is_terminal
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -70,14 +71,14 @@ class ConsoleRenderer:
     """Events as one-line summaries, step events as a progress line; other lines ``[rank] text``."""
 
     def __init__(self, out: TextIO | None = None, *, show_system: bool = False, raw: bool = False) -> None:
-        self.out = out if out is not None else sys.stdout  # the stdout of the call, not of the import
+        self.out: TextIO = out if out is not None else sys.stdout  # the stdout of the call, not of the import
         self.show_system = show_system
         self.raw = raw
         self.bar: tqdm[Any] | None = None  # the progress bar, on a terminal once the run has started
         self.total_steps: int | None = None
         self.end_status: str | None = None
         self.errors: list[LogLine] = []
-        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.tty = is_terminal(self.out)
 
     def _write(self, text: str) -> None:
         if self.bar is not None:
