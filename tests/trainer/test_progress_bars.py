@@ -91,3 +91,11 @@ def test_synth_frames_to_a_log_are_plain_lines(tmp_path, capsys, monkeypatch):
     assert [line for line in err.splitlines() if line.startswith("synth frames:")] == [
         err.splitlines()[-1]]  # frames this fast: only the last line
     assert err.splitlines()[-1].startswith("synth frames: 6/6 frame (100%) in 0:00:0")
+
+
+def test_console_renderer_draws_its_step_bar_only_on_a_terminal(capsys):
+    from lanenb.cli.train import ConsoleRenderer
+
+    assert ConsoleRenderer(Terminal()).tty is True
+    renderer = ConsoleRenderer()  # the stdout of the call (captured here), not of the import
+    assert renderer.out is __import__("sys").stdout and renderer.tty is False
