@@ -67,9 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     with tempfile.TemporaryDirectory(prefix="lanenb-bench-") as tmp:
         os.environ["LANENB_HOME"] = str(Path(tmp) / "home")
-        from tqdm import tqdm
-
         from lanenb.jobs import TrainSpec, submit
+        from lanenb_trainer.progress import progress_bar
 
         data = args.data or make_data(Path(tmp) / "synth", 16)
         spec_kw = dict(dataset=str(data), processes=args.processes, engine=args.engine, batch_size=2,
@@ -78,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # 1) submit -> control back (each job cancelled at once; cancel is not timed)
         returns = []
-        for _ in tqdm(range(args.repeats), desc="submit latency", unit="job"):
+        for _ in progress_bar(range(args.repeats), desc="submit latency", unit="job"):
             t0 = time.perf_counter()
             job = submit(TrainSpec(**spec_kw))
             returns.append(time.perf_counter() - t0)

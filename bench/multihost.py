@@ -17,8 +17,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tqdm import tqdm
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "multihost"))
 sys.path.insert(0, str(REPO / "bench"))
@@ -27,6 +25,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from benchutil import cpu_name  # noqa: E402
 from cluster_support import cleanup_leftovers, prepare_machine, unavailable  # noqa: E402
 from multihost_support import cluster_for, make_spec  # noqa: E402
+
+from lanenb_trainer.progress import progress_bar  # noqa: E402
 
 
 def run(volume: Path, work: Path, engine: str, ranks: int, steps: int, link: tuple[str, float] | None = None):
@@ -65,7 +65,7 @@ def main() -> int:
     print(f"CPU: {cpu_name()}; batch 2 per rank, 64x160 frames, median step time after warm-up")
     jobs = [(e, n) for e in engines for n in (1, 2, 4)]
     times: dict[tuple[str, int], float] = {}
-    for i, (engine, n) in enumerate(tqdm(jobs, desc="weak scaling")):
+    for i, (engine, n) in enumerate(progress_bar(jobs, desc="weak scaling", unit="run")):
         times[engine, n], _ = run(root, root / f"ws{i}", engine, n, args.steps)
     print("\nweak scaling (1 rank per simulated host; efficiency = t(1) / t(n))")
     for engine in engines:

@@ -296,9 +296,9 @@ def measure(spec: TrainSpec | Mapping[str, Any], processes: Sequence[int] = (1, 
     points = []
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from lanenb_trainer.progress import progress_bar
 
-        bar = tqdm(total=len(counts), desc="scaling runs", unit="run")
+        bar = progress_bar(total=len(counts), desc="scaling runs", unit="run")
     try:
         for n in sorted(counts):
             run = base.replace(processes=n, name=f"{name}-n{n}", max_steps=steps, use_val=False,

@@ -9,12 +9,27 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+# what `lanenb --help` says first: a sentence for users (the docstring above is for developers)
+DESCRIPTION = ("Train SCNN lane detection on N MPI ranks, here or on Kubernetes, and look after the jobs, "
+               "data, predictions and snapshots from a terminal: the same jobs and flags as the notebook's "
+               "%lanetrain, %lanejobs and %lanesnap magics.")
+
+
+def describe(doc: str | None) -> str:
+    """A command's description from its module docstring's first sentence, without reST markup
+    (argparse shows text as is: ````lanenb jobs ...```` would print its backquotes)."""
+    first = " ".join((doc or "").split("\n\n")[0].split())
+    first = first.replace("``", "")
+    end = first.find(". ")
+    return first if end < 0 else first[: end + 1]
+
+
 # module name -> registers one or more top-level commands
 COMMAND_MODULES = ("data", "eval", "train", "demo", "jobs", "notebook", "predict", "snap")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lanenb", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="lanenb", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:

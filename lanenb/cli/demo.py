@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from lanenb.cli import describe
 from lanenb.cli.train import ConsoleRenderer, launch_in_console
 from lanenb_trainer.config import ConfigError, TrainConfig
 
@@ -20,7 +21,7 @@ DEMO_TRAINING = dict(epochs=10, batch_size=4, backbone="small", img_height=128, 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("demo", help="synthetic data + a short real 2-rank training run",
-                              description=__doc__.splitlines()[0])
+                              description=describe(__doc__))
     p.add_argument("--out", default="demo", help="output folder (data/, preview.png, run/); default ./demo")
     p.add_argument("--frames", type=int, default=200, help="synthetic frames (default 200)")
     p.add_argument("--processes", "-np", type=int, default=2, help="ranks (default 2)")

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from lanenb.cli import describe
+
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
     from lanenb.jobs.job import Job
@@ -15,11 +17,14 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("jobs", help="list, inspect, follow and cancel training jobs",
-                                   description=__doc__.splitlines()[0])
+                                   description=describe(__doc__))
     sub = parser.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
 
-    p = sub.add_parser("list", help="every recorded job, newest last")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("list", help=f"the newest {LIST_LIMIT} jobs, newest first (--all: every job)")
+    p.add_argument("--limit", type=int, default=LIST_LIMIT, metavar="N",
+                   help=f"the newest N jobs (default {LIST_LIMIT}, as %%lanejobs)")
+    p.add_argument("--all", action="store_true", help="every recorded job, newest first")
+    p.add_argument("--json", action="store_true", help="machine-readable output (the same jobs, same order)")
     p.add_argument("--refresh", action="store_true", help="ask each unfinished job's backend for its state")
     p.set_defaults(func=_list)
 
@@ -49,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=_wait)
 
 
+LIST_LIMIT = 20  # %lanejobs' default: a list view shows the newest jobs, not a team's whole history
 SHOW_LINES = 5000  # enough for the last timing windows of every rank, even after a long test evaluation
 
 
@@ -81,9 +87,12 @@ def _recorded_state(job: Any, refresh: bool) -> RunState:
 
 def _list(args: argparse.Namespace) -> int:
     from lanenb.analysis.summary import job_summaries
-    from lanenb.jobs import list_jobs
+    from lanenb.jobs import JobRegistry, list_jobs
 
-    jobs = list_jobs()
+    if not args.all and args.limit < 1:
+        print(f"error: --limit must be >= 1, got {args.limit}", file=sys.stderr)
+        return 2
+    jobs = list_jobs(newest_first=True, limit=None if args.all else args.limit)
     summaries = job_summaries(jobs, lambda job: _recorded_state(job, args.refresh))
     rows: list[dict[str, Any]] = []
     for job, s in zip(jobs, summaries):
@@ -104,6 +113,10 @@ def _list(args: argparse.Namespace) -> int:
     for r, head in zip(rows, heads):
         print(f"{r['name']:<{width}}  {r['backend']:<10}  {r['state']:<10}  {_fmt_time(r['created']):<19}  "
               f"{head:<{acc_width}}  {r['run_dir'] or '-'}")
+    if not args.all and len(rows) == args.limit:
+        total = JobRegistry().count()
+        if total > len(rows):
+            print(f"({len(rows)} newest of {total} jobs; --all lists every job)")
     return 0
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from lanenb.cli import describe
+
 NOTEBOOKS = {"quickstart": "01-quickstart.ipynb", "kubernetes": "02-kubernetes.ipynb",
              "from-runai": "03-from-runai.ipynb", "scaling": "04-scaling.ipynb"}
 
@@ -27,7 +29,7 @@ def notebooks_dir() -> Path:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("notebook", help="run a bundled notebook headlessly (papermill)",
-                              description=__doc__.splitlines()[0])
+                              description=describe(__doc__))
     p.add_argument("name", help=f"{' | '.join(NOTEBOOKS)}, or a path to an .ipynb")
     p.add_argument("--out", default="lanenb-notebooks", help="folder for the executed notebook and its files "
                    "(the notebook runs there; default ./lanenb-notebooks)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lanenb.cli import describe
 from lanenb_trainer.errors import UserError
 
 
@@ -12,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from lanenb.commands.snapshots import add_snap_arguments
 
     parser = subparsers.add_parser("snap", help="list, show, diff, restore, delete, verify and create snapshots",
-                                   description=__doc__.splitlines()[0])
+                                   description=describe(__doc__))
     add_snap_arguments(parser)
     parser.set_defaults(func=_run)
 

@@ -15,12 +15,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from lanenb.analysis.event_text import event_text
-from lanenb.commands.arguments import add_job_arguments, spec_from_args
+from lanenb.commands.arguments import add_job_arguments, add_run_arguments, check_run_flags, spec_from_args
+from lanenb.commands.launch import dry_run_text, metrics_text
 from lanenb.contract.spec import TrainSpec
 from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine
 from lanenb.launch.mpirun import LaunchError, launch_env, run_local
 from lanenb_trainer.config import TrainConfig, parse_config
+from lanenb_trainer.progress import is_terminal
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -34,14 +36,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "train", help="train SCNN with N MPI ranks, here or on Kubernetes",
         description=("Run N trainer ranks (Horovod or torch.distributed). Locally the ranks run in the "
                      "foreground under mpirun; with --backend kubernetes (or --detach) the job is submitted "
-                     "through the Job API and its log followed. The flags are exactly %lanetrain's."),
+                     "through the Job API and its log followed; with --wait it is submitted and waited for "
+                     "quietly; --dry-run only prints what would run. The flags are exactly %lanetrain's, "
+                     "plus the console group."),
     )
     add_job_arguments(p)
+    add_run_arguments(p)
     add_console_arguments(p)
     p.set_defaults(func=cmd_train, parser=p)
 
 
+CONSOLE_FLAGS = ("--show-system", "--raw", "--detach")  # lanenb train's only flags %lanetrain has not
+
+
 def add_console_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of a console follow-up (the notebook shows the live view instead)."""
     g = p.add_argument_group("console")
     g.add_argument("--show-system", action="store_true", help="also print the per-rank system events")
     g.add_argument("--raw", action="store_true", help="print every line as received (events as JSON)")
@@ -61,15 +70,15 @@ def resolve(args: argparse.Namespace) -> TrainSpec:
 class ConsoleRenderer:
     """Events as one-line summaries, step events as a progress line; other lines ``[rank] text``."""
 
-    def __init__(self, out: TextIO = sys.stdout, *, show_system: bool = False, raw: bool = False) -> None:
-        self.out = out
+    def __init__(self, out: TextIO | None = None, *, show_system: bool = False, raw: bool = False) -> None:
+        self.out: TextIO = out if out is not None else sys.stdout  # the stdout of the call, not of the import
         self.show_system = show_system
         self.raw = raw
         self.bar: tqdm[Any] | None = None  # the progress bar, on a terminal once the run has started
         self.total_steps: int | None = None
         self.end_status: str | None = None
         self.errors: list[LogLine] = []
-        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.tty = is_terminal(self.out)
 
     def _write(self, text: str) -> None:
         if self.bar is not None:
@@ -100,10 +109,10 @@ class ConsoleRenderer:
 
     def _start_bar(self, ev: Event) -> None:
         self.total_steps = ev.get("total_steps")
-        if self.tty and self.total_steps:
-            from tqdm import tqdm
+        if self.tty and self.total_steps:  # elsewhere the step events print as lines (--log-every)
+            from lanenb_trainer.progress import progress_bar
 
-            self.bar = tqdm(total=self.total_steps, unit="step", file=self.out, dynamic_ncols=True)
+            self.bar = progress_bar(total=self.total_steps, unit="step", file=self.out)
             self.bar.update((ev.get("resumed_from") or {}).get("step", 0))
 
     def close(self) -> None:
@@ -163,17 +172,44 @@ def follow_job(job: Job, renderer: ConsoleRenderer) -> int:
     return 0 if status.state.value == "succeeded" else 1
 
 
+def wait_quietly(job: Job, timeout: float | None) -> int:
+    """``--wait``: block until ``job`` ends, printing nothing meanwhile, then its final state.
+
+    Returns:
+        0 if it succeeded, 1 if it ended otherwise, 124 when ``timeout`` passed first (as
+        ``lanenb jobs wait``), 130 on Ctrl-C; the job keeps running in the last two cases.
+    """
+    try:
+        status = job.wait(timeout=timeout)
+    except TimeoutError as exc:
+        print(f"lanenb train: {exc}; it keeps running (lanenb jobs wait {job.name})", file=sys.stderr)
+        return 124
+    except KeyboardInterrupt:
+        print(f"stopped waiting; {job.name} keeps running (lanenb jobs cancel {job.name} stops it)",
+              file=sys.stderr)
+        return 130
+    print(f"{job.name}: {status}" + metrics_text(job), flush=True)
+    return 0 if status.state.value == "succeeded" else 1
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     try:
+        check_run_flags(args)
+        if args.detach and (args.wait or args.dry_run):
+            raise UserError(f"--detach and {'--wait' if args.wait else '--dry-run'} exclude each other")
         spec = resolve(args)
-        if spec.backend == "local" and not args.detach:
+        if args.dry_run:
+            text, problems = dry_run_text(spec)
+            print(text, flush=True)
+            return 1 if problems else 0
+        if spec.backend == "local" and not (args.detach or args.wait):
             run_dir = spec.run_dir or default_run_dir()
             cfg = parse_config(spec.trainer_args(run_dir), env={**os.environ, **spec.env})
     except UserError as exc:
         print(f"lanenb train: error: {exc}", file=sys.stderr)
         return 2
     renderer = ConsoleRenderer(show_system=args.show_system, raw=args.raw)
-    if spec.backend != "local" or args.detach:
+    if spec.backend != "local" or args.detach or args.wait:
         from lanenb.jobs import submit
 
         try:
@@ -185,6 +221,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.detach:
             print(f"follow it: lanenb jobs logs -f {job.name}    stop it: lanenb jobs cancel {job.name}")
             return 0
+        if args.wait:
+            return wait_quietly(job, args.timeout)
         return follow_job(job, renderer)
     print(f"run dir: {cfg.run_dir}", flush=True)
     code = launch_in_console(cfg, spec.processes, renderer, prog="lanenb train", env=spec.env)

@@ -17,10 +17,12 @@ from typing import Any
 from lanenb.contract.fields import coerce_env
 from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb.errors import UserError
 from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
 from lanenb_trainer.flags import to_flags
 
-__all__ = ["add_job_arguments", "spec_from_args", "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS"]
+__all__ = ["add_job_arguments", "add_run_arguments", "check_run_flags", "spec_from_args", "spec_fields_from_args",
+           "runai_fields", "SPEC_TRAINER_FIELDS", "RUN_FLAGS"]
 
 # TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
 SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
@@ -87,6 +89,48 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, trainer_flags: bool = 
     if trainer_flags:
         add_train_arguments(parser, exclude=SPEC_TRAINER_FIELDS, title=_TRAINER_GROUP)
     return parser
+
+
+# How to run the job, not what it is: the same on both faces. In a notebook --wait keeps the
+# live view updating below the cell; in a console it waits without printing the log (a script or
+# CI step wants the outcome; `lanenb train` without --wait already streams every rank's lines).
+RUN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--wait",), dict(action="store_true",
+                       help="submit, block until the job ends, then print its final state and test metrics "
+                            "(a notebook keeps the live view; a console prints no log meanwhile and exits "
+                            "0 only if the job succeeded)")),
+    (("--dry-run",), dict(action="store_true",
+                          help="launch nothing: print the spec, any problem, and what would run (the mpirun "
+                               "argv, or the MPIJob YAML)")),
+    (("--timeout",), dict(type=float, default=None, metavar="S",
+                          help="with --wait: stop waiting after S seconds; the job keeps running (a console "
+                               "exits 124, as lanenb jobs wait)")),
+]
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``--wait``, ``--dry-run`` and ``--timeout`` (:data:`RUN_FLAGS`), which ``%lanetrain`` and
+    ``lanenb train`` both take with the same meaning."""
+    group = parser.add_argument_group("run")
+    for flags, kw in RUN_FLAGS:
+        group.add_argument(*flags, **kw)
+    return parser
+
+
+def check_run_flags(ns: argparse.Namespace) -> None:
+    """Refuse run flags that would be silently ignored.
+
+    Raises:
+        UserError: ``--timeout`` without ``--wait``, a timeout that is not > 0, or ``--wait``
+            with ``--dry-run`` (nothing would be launched to wait for).
+    """
+    if ns.timeout is not None:
+        if not ns.wait:
+            raise UserError(f"--timeout {ns.timeout:g} applies only with --wait")
+        if not ns.timeout > 0:
+            raise UserError(f"--timeout must be > 0 seconds, got {ns.timeout:g}")
+    if ns.wait and ns.dry_run:
+        raise UserError("--wait and --dry-run exclude each other: --dry-run launches nothing")
 
 
 def _trainer_dests(parser: argparse.ArgumentParser) -> list[str]:

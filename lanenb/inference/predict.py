@@ -105,10 +105,11 @@ def predict(weights: str | os.PathLike[str] | Predictor, images: Any, *, batch_s
 
 
 def _progress(total: int, desc: str, unit: str = "frame") -> tqdm[NoReturn]:
-    """A progress bar that suits where it is shown (notebook widget or terminal)."""
-    from tqdm.auto import tqdm
+    """A progress bar that suits where it is shown (notebook widget, terminal, or plain lines in a log)."""
+    from lanenb_trainer.progress import progress_bar
 
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
+    bar: tqdm[NoReturn] = progress_bar(total=total, desc=desc, unit=unit)
+    return bar
 
 
 def _draw(frame: np.ndarray, pred: Prediction) -> np.ndarray:

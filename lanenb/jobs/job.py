@@ -17,6 +17,7 @@ from lanenb.contract.backends import get_backend
 from lanenb.contract.redact import redact_spec
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState, JobStatus
+from lanenb.errors import UserError
 from lanenb.home import default_run_dir
 from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.jobs.updates import poll as _poll
@@ -449,18 +450,29 @@ def get_job(name: str, *, registry: JobRegistry | None = None) -> Job:
     return Job(registry.get(name), registry)
 
 
-def list_jobs(*, registry: JobRegistry | None = None) -> list[Job]:
-    """Every recorded job, whatever its backend or state.
+def list_jobs(*, registry: JobRegistry | None = None, newest_first: bool = False,
+              limit: int | None = None) -> list[Job]:
+    """Recorded jobs, whatever their backend or state.
 
     Args:
         registry: the job registry to read; default the one under ``lanenb_home()``.
+        newest_first: newest first (what every list view shows) instead of oldest first.
+        limit: at most this many, counted from the start of that order: with ``newest_first``
+            the newest ``limit`` jobs (``%lanejobs --limit 20``), without it the oldest.
 
     Returns:
-        ``Job`` handles in the registry's order; their specs are parsed only when used, so one
-        odd old row cannot break the listing.
+        ``Job`` handles ordered by creation time (then name); their specs are parsed only when
+        used, so one odd old row cannot break the listing.
+
+    Raises:
+        UserError: ``limit`` is not an integer >= 1.
     """
     registry = registry or JobRegistry()
-    return [Job(rec, registry) for rec in registry.list()]
+    try:
+        records = registry.list(newest_first=newest_first, limit=limit)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return [Job(rec, registry) for rec in records]
 
 
 __all__ += ["JobExistsError", "JobNotFoundError"]

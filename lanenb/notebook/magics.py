@@ -23,7 +23,8 @@ from IPython.utils.text import DollarFormatter
 
 from lanenb.analysis.runstate import format_duration
 from lanenb.analysis.summary import job_summaries
-from lanenb.commands.arguments import add_job_arguments, spec_from_args
+from lanenb.commands.arguments import add_job_arguments, add_run_arguments, check_run_flags, spec_from_args
+from lanenb.commands.launch import dry_run_text, metrics_text
 from lanenb.errors import UserError
 from lanenb.jobs import Job, get_job, list_jobs, submit
 from lanenb.tables import Table
@@ -32,7 +33,8 @@ __all__ = ["LaneMagics", "load_ipython_extension", "train_parser", "resolve_job"
 
 
 def train_parser() -> MagicArgumentParser:
-    """``%lanetrain``'s parser: the shared job + trainer flags, plus ``--wait``."""
+    """``%lanetrain``'s parser: the shared job, trainer and run flags (``--wait``, ``--dry-run``,
+    ``--timeout``), exactly ``lanenb train``'s without its console-only flags."""
     parser = MagicArgumentParser(
         prog="%lanetrain",
         description=("Launch MPI data-parallel SCNN training (locally or on Kubernetes) and show it live. "
@@ -41,12 +43,7 @@ def train_parser() -> MagicArgumentParser:
                      "the line override it."),
     )
     add_job_arguments(parser)
-    parser.add_argument("--wait", action="store_true",
-                        help="block until the job ends, then show its final state (for papermill runs)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="launch nothing: show the spec and what would run (mpirun argv, or the MPIJob YAML)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S",
-                        help="with --wait: stop waiting after S seconds (the job keeps running)")
+    add_run_arguments(parser)
     return parser
 
 
@@ -156,10 +153,11 @@ class LaneMagics(Magics):
     def lanetrain(self, line: str, cell: str | None = None) -> Job | None:
         # posix splitting, as a shell: -e USE_VAL="false" gives false, not '"false"' (runai commands quote)
         ns = _PARSER.parse_args(arg_split(line, posix=True))
+        check_run_flags(ns)
         base = _yaml_spec(cell) if cell is not None else None
         spec = spec_from_args(ns, _PARSER, base)
         if ns.dry_run:
-            _dry_run(spec)
+            print(dry_run_text(spec)[0])
             return None
         from lanenb.notebook.view import JobView
 
@@ -182,7 +180,7 @@ class LaneMagics(Magics):
                 return job
             view.finish()
             status = job.status()
-            print(f"{job.name}: {status}" + _metrics_text(job))
+            print(f"{job.name}: {status}" + metrics_text(job))
         return job
 
     @line_magic
@@ -222,7 +220,7 @@ class LaneMagics(Magics):
             raise UsageError(f"--limit must be >= 1, got {args.limit}")
         from IPython.display import display
 
-        display(JobTable(list_jobs()[: args.limit]))
+        display(JobTable(list_jobs(newest_first=True, limit=args.limit)))
 
     @line_magic
     @magic_arguments()
@@ -346,34 +344,6 @@ _SNAP_PARSER = snap_parser()
 LaneMagics.lanesnap.__doc__ = _SNAP_PARSER.format_help()
 LaneMagics.lanetrain.__doc__ = _PARSER.format_help()
 LaneMagics.lanescale.__doc__ = _SCALE_PARSER.format_help()
-
-
-def _dry_run(spec: Any) -> None:
-    """Print the validated spec and what would run; every problem is listed, nothing starts."""
-    from lanenb.jobs import get_backend, validate
-
-    problems = validate(spec)
-    print(f"spec: {spec.processes} process(es) x {spec.gpus} GPU(s), batch {spec.batch_size} per rank = "
-          f"global batch {spec.global_batch}, {spec.epochs} epoch(s), engine {spec.engine}, "
-          f"backbone {spec.backbone}, backend {spec.backend}")
-    for problem in problems:
-        print(f"problem: {problem}")
-    backend = get_backend(spec.backend)
-    if hasattr(backend, "render"):
-        print(backend.render(spec))
-    elif hasattr(backend, "launcher_argv") and not problems:
-        import shlex
-
-        print("mpirun argv:", shlex.join(backend.launcher_argv(spec, spec.run_dir or "<run dir>")))
-
-
-def _metrics_text(job: Job) -> str:
-    """The finished job's headline test figure, labelled with its model (the same figure as
-    the status line and ``%lanejobs``), and the other model's beside it."""
-    from lanenb.analysis.headline import from_metrics
-
-    found = from_metrics(job.metrics)
-    return "" if found is None else "; " + found.long()
 
 
 class JobTable:

@@ -212,15 +212,36 @@ class JobRegistry:
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM jobs WHERE name=?", (name,)).fetchone()
         if row is None:
-            known = [r.name for r in self.list()[-5:]]
+            known = [r.name for r in reversed(self.list(newest_first=True, limit=5))]
             hint = f"; recent jobs: {', '.join(known)}" if known else "; no jobs recorded yet"
             raise JobNotFoundError(f"no job named {name!r} in {self.path}{hint}")
         return _row_to_record(row)
 
-    def list(self) -> list[JobRecord]:
+    def list(self, *, newest_first: bool = False, limit: int | None = None) -> builtins.list[JobRecord]:
+        """Recorded jobs, oldest first (or ``newest_first``), at most ``limit`` of them.
+
+        The order and the limit are applied by SQLite, so a list view of the newest 20 jobs
+        reads 20 rows however many jobs a team has recorded.
+
+        Raises:
+            ValueError: ``limit`` is not an integer >= 1.
+        """
+        order = "DESC" if newest_first else "ASC"
+        query = f"SELECT * FROM jobs ORDER BY created {order}, name {order}"
+        params: tuple[int, ...] = ()
+        if limit is not None:
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValueError(f"limit={limit!r}: must be an integer >= 1")
+            query += " LIMIT ?"
+            params = (limit,)
         with self._connect() as conn:
-            rows = conn.execute("SELECT * FROM jobs ORDER BY created, name").fetchall()
+            rows = conn.execute(query, params).fetchall()
         return [_row_to_record(r) for r in rows]
+
+    def count(self) -> int:
+        """How many jobs are recorded (a list view says "20 of 2000 shown")."""
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
 
     # ---------------------------------------------------------------- job <-> snapshot links
     def add_snapshot(self, job: str, store: str, snapshot: str, role: str, volume: str) -> None:

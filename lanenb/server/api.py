@@ -43,9 +43,9 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
 
     A job whose status cannot be read (a cluster that is unreachable) is listed with an
     ``error`` instead of hiding the others."""
-    if not isinstance(limit, int) or limit < 1:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UserError(f"limit={limit!r}: must be an integer >= 1")
-    jobs = sorted(list_jobs(), key=lambda j: j.created or 0.0, reverse=True)[:limit]
+    jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
     return job_summaries(jobs, _tail_state)
 
 

@@ -279,15 +279,16 @@ class ResticStore(SnapshotStore):
         return self._to_snapshot({"id": full, "short_id": full[:8], "paths": [str(path)], "tags": tag_list})
 
     def _backup(self, argv: list[str], cwd: Path, progress: bool) -> dict[str, Any]:
-        """Run ``restic backup`` streaming its JSON status into a tqdm bar; the snapshot exists
-        only if restic reaches its summary. Any exception (Ctrl-C included) kills restic."""
-        from tqdm.auto import tqdm
+        """Run ``restic backup`` streaming its JSON status into a progress bar (plain lines when
+        stderr is not a terminal); the snapshot exists only if restic reaches its summary. Any
+        exception (Ctrl-C included) kills restic."""
+        from lanenb_trainer.progress import progress_bar
 
         self._ensure_repo()
         summary: dict[str, Any] | None = None
         errors: list[str] = []
-        bar = tqdm(total=0, unit="B", unit_scale=True, desc=f"snapshot {cwd.name}", disable=not progress,
-                   leave=False, file=sys.stderr)
+        bar = progress_bar(total=0, unit="B", unit_scale=True, desc=f"snapshot {cwd.name}", disable=not progress,
+                           leave=False, file=sys.stderr)
         with subprocess.Popen(argv, cwd=cwd, env=self._env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) as proc:
             try:

@@ -4,6 +4,7 @@ same torch (CPU build), and a postBuild that stops on the first error."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -60,3 +61,41 @@ def test_binder_torch_is_the_cpu_build_of_setups_torch():
                                     "scripts/build_labextension.sh"])
 def test_install_scripts_parse(script):
     subprocess.run(["bash", "-n", str(ROOT / script)], check=True)
+
+
+def test_binder_pins_a_python_lanenb_supports():
+    """repo2docker picks Python 3.10 when nothing says otherwise ("this will change"): the
+    runtime.txt pin keeps a Binder build the same from one repo2docker release to the next."""
+    runtime = (BINDER / "runtime.txt").read_text().strip()
+    m = re.fullmatch(r"python-3\.(\d+)", runtime)
+    assert m, runtime
+    floor = re.search(r'requires-python = ">=3\.(\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert floor and int(m.group(1)) >= int(floor.group(1))
+
+
+def _repo2docker() -> str | None:
+    return os.environ.get("REPO2DOCKER") or shutil.which("repo2docker")
+
+
+@pytest.mark.skipif(_repo2docker() is None, reason="repo2docker not installed (pip install jupyter-repo2docker; "
+                                                   "or REPO2DOCKER=/path/to/repo2docker)")
+def test_repo2docker_renders_the_binder_build(tmp_path):
+    """repo2docker's own reading of binder/ (``--no-build --debug`` prints the Dockerfile it would
+    build; no container engine needed): every file is picked up, in the order setup.sh installs."""
+    out = subprocess.run([str(_repo2docker()), "--no-build", "--no-run", "--debug", str(ROOT)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr
+    runtime = (BINDER / "runtime.txt").read_text().strip().replace("python-", "python=")
+    assert f"Building conda environment for {runtime}" in text
+    apt = re.search(r"apt-get install --yes --no-install-recommends ([^&]+)&&", text)
+    assert apt and sorted(apt.group(1).split()) == sorted(_names(BINDER / "apt.txt"))
+    steps = [text.index(s) for s in ('pip install --no-cache-dir -r "binder/requirements.txt"',
+                                     "RUN ./binder/postBuild")]
+    assert steps == sorted(steps) and text.index(apt.group(0)) < steps[0]
+
+
+def test_readme_has_no_placeholder_binder_badge():
+    readme = (ROOT / "README.md").read_text()
+    assert "OWNER" not in readme and "mybinder.org/v2/gh/" not in readme  # no remote: how to launch instead
+    assert "runtime.txt" in readme

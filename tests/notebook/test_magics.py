@@ -62,6 +62,9 @@ BAD_FLAGS = [
     ("-e BATCH_SIZE=zero", "environment variable BATCH_SIZE='zero': must be an integer"),
     ("--bogus 3", "unrecognized arguments: --bogus 3"),
     ("--timeout x", "argument --timeout: invalid float value: 'x'"),
+    ("--timeout 5", "--timeout 5 applies only with --wait"),
+    ("--wait --timeout 0", "--timeout must be > 0 seconds, got 0"),
+    ("--wait --dry-run", "--wait and --dry-run exclude each other: --dry-run launches nothing"),
 ]
 
 
@@ -82,19 +85,24 @@ def test_every_job_flag_has_a_bad_input_case():
 
 
 def test_lanetrain_and_lanenb_train_accept_the_same_flags():
+    """The two parsers are one flag set (job, trainer and run flags: --wait, --dry-run, --timeout);
+    the CLI adds only its help and the console flags (the notebook has the live view instead)."""
     from lanenb.cli import build_parser
+    from lanenb.cli.train import CONSOLE_FLAGS
     from lanenb.notebook.magics import train_parser
 
-    def options(parser: argparse.ArgumentParser) -> set[str]:
-        return {o for a in parser._actions for o in a.option_strings}
+    def options(parser: argparse.ArgumentParser) -> dict[str, tuple]:
+        return {o: (a.dest, a.nargs, a.const, a.default, a.type, a.choices)
+                for a in parser._actions for o in a.option_strings}
 
     cli = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["train"]
+    console_only = {"-h", "--help", *CONSOLE_FLAGS}
+    assert set(CONSOLE_FLAGS) == {"--show-system", "--raw", "--detach"}
+    cli_options = {o: v for o, v in options(cli).items() if o not in console_only}
+    assert options(train_parser()) == cli_options
+    assert set(options(cli)) - set(cli_options) == console_only
     shared = options(add_job_arguments(argparse.ArgumentParser(add_help=False)))
-    assert shared <= options(train_parser()) and shared <= options(cli)
-    magic_only = options(train_parser()) - shared
-    cli_only = options(cli) - shared
-    assert magic_only == {"--wait", "--timeout", "--dry-run"}
-    assert cli_only == {"-h", "--help", "--show-system", "--raw", "--detach"}
+    assert {"--wait", "--dry-run", "--timeout"} <= set(cli_options) - set(shared)
 
 
 def test_cell_magic_yaml_errors_name_the_key(ip, data):

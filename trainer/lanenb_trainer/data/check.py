@@ -27,9 +27,9 @@ def check_dataset(root: str | os.PathLike, *, progress: bool = False) -> list[Pr
     problems: list[Problem] = []
     bar = None
     if progress:
-        from tqdm import tqdm
+        from lanenb_trainer.progress import progress_bar
 
-        bar = tqdm(desc="checking frames", unit="frame")
+        bar = progress_bar(desc="checking frames", unit="frame")
     for path in all_files:
         for _, probs in iter_file_records(path, root, True, seen):
             problems.extend(probs)

@@ -221,9 +221,9 @@ def check_culane(root: str | os.PathLike, *, progress: bool = False) -> list[Pro
     seen: set[str] = set()
     bar = None
     if progress:
-        from tqdm import tqdm
+        from lanenb_trainer.progress import progress_bar
 
-        bar = tqdm(desc="checking frames", unit="frame")
+        bar = progress_bar(desc="checking frames", unit="frame")
     for list_file in lists:
         try:
             entries = read_list(root, list_file)

@@ -310,11 +310,11 @@ def synthesize(out_dir: str | os.PathLike, frames: int, *, seed: int = 0, width:
         {"generator": "lanenb data synth", "seed": seed, "frames": frames, "width": width,
          "height": height, "test_fraction": test_fraction}, sort_keys=True).encode() + b"\n")
 
-    from tqdm import tqdm
+    from lanenb_trainer.progress import progress_bar
 
     train_lines: list[str] = []
     test_lines: list[str] = []
-    for i in tqdm(range(frames), desc="synth frames", unit="frame", disable=not progress):
+    for i in progress_bar(range(frames), desc="synth frames", unit="frame", disable=not progress):
         img, lanes, hs = render_frame(np.random.default_rng([int(seed), i]), width, height)
         raw = f"clips/synth/{i:06d}/20.jpg"
         ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])

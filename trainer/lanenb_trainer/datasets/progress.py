@@ -1,8 +1,8 @@
-"""Progress for long fetch steps: tqdm bars (``tqdm.auto``: widgets in a notebook, text in a
-terminal, with rate and ETA) or a callback ``fn(stage, name, done, total)`` for front ends that
-draw their own (the ``DatasetPreview`` fetch button), or :class:`LineProgress`: plain text lines
-every few seconds, for logs that are read later (the cluster fetch Job's pod log, where a tqdm bar
-would be one endless line of carriage returns)."""
+"""Progress for long fetch steps: progress bars (``lanenb_trainer.progress.progress_bar``: widgets
+in a notebook, a tqdm bar in a terminal, plain lines in a log) or a callback
+``fn(stage, name, done, total)`` for front ends that draw their own (the ``DatasetPreview`` fetch
+button), or :class:`LineProgress`: plain text lines every few seconds with a byte rate, for logs
+that are read later (the cluster fetch Job's pod log)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
+
+from lanenb_trainer.progress import format_bytes
+from lanenb_trainer.progress import format_eta as _format_eta
 
 __all__ = ["LineProgress", "Progress", "ProgressCallback", "format_bytes", "make_progress"]
 
@@ -27,12 +30,10 @@ class Progress:
         self.callback = callback
         self._bar: Any = None
         if bar:
-            from tqdm.auto import tqdm
+            from lanenb_trainer.progress import progress_bar
 
-            bytes_ = unit == "B"
-            self._bar = tqdm(total=total, initial=initial, desc=f"{stage} {name}", unit=unit,
-                             unit_scale=bytes_, unit_divisor=1024 if bytes_ else 1000,
-                             dynamic_ncols=True, leave=True)
+            self._bar = progress_bar(total=total, initial=initial, desc=f"{stage} {name}", unit=unit,
+                                     unit_scale=unit == "B")
         self._emit()
 
     def _emit(self) -> None:
@@ -64,21 +65,6 @@ def make_progress(progress: ProgressArg) -> Callable[..., Progress]:
         return Progress(stage, name, total, initial, bar=bar, callback=callback, unit=unit)
 
     return factory
-
-
-def format_bytes(n: float) -> str:
-    """``1536`` -> ``1.5 KiB`` (binary units, as tqdm's ``unit_divisor=1024``)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"  # pragma: no cover
-
-
-def _format_eta(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    return f"{h}:{rest // 60:02d}:{rest % 60:02d}"
 
 
 class LineProgress:
