@@ -112,7 +112,7 @@ def test_lanejobs_and_the_jobs_cli_show_the_fetch(jobs, kubeconfig, server, caps
     assert main(["jobs", "logs", job.name]) == 0
     assert "download test_set.zip: " in capsys.readouterr().out
     assert main(["jobs", "show", job.name]) == 0
-    first, _, rest = capsys.readouterr().out.partition("\n")
+    first, _, _ = capsys.readouterr().out.partition("\n")
     assert first.startswith("unknown: ")  # a fetch job has no training steps for the doctor to judge
     assert main(["jobs", "show", job.name, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
