@@ -101,7 +101,7 @@ class Job:
         ``test`` is the last model's result and ``test_best`` ``best.pt``'s; ``headline`` says
         which one is the run's figure and labels it ("best.pt, epoch 6", with the last model's
         beside it as ``other``): the figure every view shows. Files written before the trainer
-        wrote ``headline`` get it computed by the same rule."""
+        wrote ``headline`` get it computed by the same rule (none when they hold no figure)."""
         self._refresh()
         if self._record.metrics is None:
             if not JobState(self._record.state).finished:
@@ -112,7 +112,8 @@ class Job:
         metrics = self._record.metrics
         if isinstance(metrics, dict) and "headline" not in metrics:
             found = from_metrics(metrics)
-            metrics = {**metrics, "headline": None if found is None else found.to_dict()}
+            if found is not None:  # metrics without a test or validation figure stay as written
+                metrics = {**metrics, "headline": found.to_dict()}
         return metrics
 
     def _refresh(self) -> None:
