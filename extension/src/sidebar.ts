@@ -66,7 +66,7 @@ export class LaneSidebar extends Widget {
     this.addClass('lanenb-sidebar');
     this.title.caption = 'Lane training';
     const header = el('div', 'lanenb-sidebar-header', 'Lane training');
-    this._jobs = el('table', 'lanenb-jobs');
+    this._jobs = el('div', 'lanenb-jobs');
     this._snaps = el('div', 'lanenb-snapshots');
     this._message = el('div', 'lanenb-message');
     this._message.setAttribute('role', 'status');
@@ -119,57 +119,24 @@ export class LaneSidebar extends Widget {
   private renderJobs(jobs: IJobSummary[]): void {
     this._jobs.replaceChildren();
     if (jobs.length === 0) {
-      const row = el('tr', 'lanenb-empty');
-      row.appendChild(el('td', '', 'No jobs yet: run %lanetrain in a notebook.'));
-      this._jobs.appendChild(row);
+      this._jobs.appendChild(el('div', 'lanenb-empty', 'No jobs yet: run %lanetrain in a notebook.'));
       return;
     }
     for (const job of jobs) {
       this._jobs.appendChild(this.jobRow(job));
-      if (job.verdict && job.verdict_kind && job.verdict_kind !== 'unknown') {
-        const row = el('tr', 'lanenb-job-verdict-row');
-        const cell = el('td', 'lanenb-verdict lanenb-job-verdict', job.verdict);
-        cell.colSpan = 2;
-        cell.dataset.kind = job.verdict_kind;
-        cell.title = job.verdict;
-        row.appendChild(cell);
-        this._jobs.appendChild(row);
-      }
     }
   }
 
-  private jobRow(job: IJobSummary): HTMLTableRowElement {
-    const item = el('tr', `lanenb-job lanenb-state-${job.state}`);
+  /** Three short lines: chip, name, Stop / progress with ETA, headline / sparkline, verdict. */
+  private jobRow(job: IJobSummary): HTMLDivElement {
+    const item = el('div', `lanenb-job lanenb-state-${job.state}`);
     item.dataset.job = job.name;
     item.title = job.error || job.summary || job.state;
-    // left: chip + name, then progress with ETA; right: headline, sparkline, Stop
-    const left = el('td', 'lanenb-job-main');
     const top = el('div', 'lanenb-job-row');
     const name = el('button', 'lanenb-job-name', job.name);
     name.title = `open job ${job.name} (charts, ranks, log)`;
     name.onclick = () => this.openJob(job.name);
     top.append(stateChip(job.state), name);
-    const bottom = el('div', 'lanenb-job-row');
-    const bar = el('progress', 'lanenb-job-progress');
-    bar.max = 1;
-    bar.value = job.progress ?? (job.final && job.state === 'succeeded' ? 1 : 0);
-    const eta = job.eta_s !== null && job.eta_s !== undefined ? ` · ETA ${formatDuration(job.eta_s)}` : '';
-    bottom.append(bar, el('span', 'lanenb-job-percent', `${percent(job.progress)}${eta}`));
-    left.append(top, bottom);
-    const right = el('td', 'lanenb-job-side');
-    const acc = el('div', 'lanenb-job-accuracy');
-    if (job.headline && job.headline.accuracy !== null) {
-      acc.append(
-        el('span', 'lanenb-acc-value', job.headline.accuracy.toFixed(3)),
-        el('span', 'lanenb-acc-label', ` ${job.headline.split} · ${job.headline.label}`)
-      );
-      acc.title = job.headline.text;
-    } else {
-      acc.textContent = 'acc –';
-    }
-    const util = job.utilisation;
-    const side = el('div', 'lanenb-job-row');
-    side.appendChild(sparkline(util.values, util.metric === 'gpu_util' ? 'GPU' : 'CPU'));
     if (RUNNING.has(job.state)) {
       const stop = el('button', 'lanenb-stop jp-mod-styled jp-mod-warn', 'Stop');
       stop.title = `stop job ${job.name}`;
@@ -178,10 +145,34 @@ export class LaneSidebar extends Widget {
           void this.refreshNow();
         }
       };
-      side.appendChild(stop);
+      top.appendChild(stop);
     }
-    right.append(acc, side);
-    item.append(left, right);
+    const middle = el('div', 'lanenb-job-row');
+    const bar = el('progress', 'lanenb-job-progress');
+    bar.max = 1;
+    bar.value = job.progress ?? (job.final && job.state === 'succeeded' ? 1 : 0);
+    const eta = job.eta_s !== null && job.eta_s !== undefined ? ` · ETA ${formatDuration(job.eta_s)}` : '';
+    const acc = el('span', 'lanenb-job-accuracy');
+    if (job.headline && job.headline.accuracy !== null) {
+      acc.append(
+        el('span', 'lanenb-acc-value', job.headline.accuracy.toFixed(3)),
+        el('span', 'lanenb-acc-label', ` ${job.headline.split} · ${job.headline.label}`)
+      );
+      acc.title = job.headline.text;
+    } else {
+      acc.append(el('span', 'lanenb-acc-label', 'no accuracy yet'));
+    }
+    middle.append(bar, el('span', 'lanenb-job-percent', `${percent(job.progress)}${eta}`), acc);
+    const bottom = el('div', 'lanenb-job-row');
+    const util = job.utilisation;
+    bottom.appendChild(sparkline(util.values, util.metric === 'gpu_util' ? 'GPU' : 'CPU'));
+    if (job.verdict && job.verdict_kind && job.verdict_kind !== 'unknown') {
+      const verdict = el('span', 'lanenb-verdict lanenb-job-verdict', job.verdict);
+      verdict.dataset.kind = job.verdict_kind;
+      verdict.title = job.verdict;
+      bottom.appendChild(verdict);
+    }
+    item.append(top, middle, bottom);
     return item;
   }
 
@@ -211,6 +202,7 @@ export class LaneSidebar extends Widget {
     }
   }
 
+  /** Two lines: pick box, short id, role, name / size, relative date, Restore. */
   private snapshotRow(snap: ISnapshot): HTMLDivElement {
     const item = el('div', 'lanenb-snapshot');
     item.dataset.snapshot = snap.id;
@@ -231,15 +223,22 @@ export class LaneSidebar extends Widget {
     };
     const id = el('code', 'lanenb-snapshot-id', snap.id.slice(0, SHORT_ID));
     id.title = `${snap.id}\n${snap.volume}`;
-    const role = snap.labels.role ? el('span', 'lanenb-snap-role', snap.labels.role) : null;
     const name = el('span', 'lanenb-snap-name', snap.name);
-    const size = el('span', 'lanenb-snap-size', formatBytes(snap.size));
+    name.title = snap.name;
+    const top = el('div', 'lanenb-job-row');
+    top.append(pick, id);
+    if (snap.labels.role) {
+      top.appendChild(el('span', 'lanenb-snap-role', snap.labels.role));
+    }
+    top.appendChild(name);
     const when = el('span', 'lanenb-snap-when', relativeTime(snap.created));
     when.title = new Date(snap.created * 1000).toLocaleString();
     const restore = el('button', 'lanenb-restore jp-mod-styled', 'Restore');
     restore.title = `restore ${snap.id} into a new directory`;
     restore.onclick = () => this.restore(snap);
-    item.append(pick, id, name, ...(role ? [role] : []), size, when, restore);
+    const bottom = el('div', 'lanenb-job-row lanenb-snap-meta');
+    bottom.append(el('span', 'lanenb-snap-size', formatBytes(snap.size)), when, restore);
+    item.append(top, bottom);
     return item;
   }
 
@@ -291,7 +290,7 @@ export class LaneSidebar extends Widget {
   }
 
   private _picked: string[] = [];
-  private readonly _jobs: HTMLTableElement;
+  private readonly _jobs: HTMLDivElement;
   private readonly _snaps: HTMLDivElement;
   private readonly _message: HTMLDivElement;
   private readonly _diff: HTMLButtonElement;

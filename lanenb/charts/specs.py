@@ -21,8 +21,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["SCHEMA", "PANELS", "panel", "run_panels", "with_values", "concat", "to_png", "STEP_COLOURS",
-           "scaling_spec", "compare_spec"]
+__all__ = ["SCHEMA", "PANELS", "panel", "run_panels", "with_values", "concat", "to_png", "STEP_COLOURS"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
@@ -278,39 +277,3 @@ def to_png(spec: Mapping[str, Any], scale: float = 1.0, timeout: float = 120.0) 
         raise RuntimeError(f"chart renderer failed (exit {done.returncode}): "
                            f"{done.stderr.decode(errors='replace').strip()[-500:]}")
     return done.stdout
-
-
-def scaling_spec() -> dict[str, Any]:
-    """``%lanescale``: measured speed-up and efficiency against ranks, the ideal line dotted
-    (dataset ``scaling``: one row per run, ``ranks``, ``speedup``, ``efficiency``, ``images_per_s``)."""
-    spec = _base("scaling", "scaling: speed-up against ranks", "dotted: ideal (linear) speed-up")
-    x = _q("ranks", "ranks (processes)", axis={"tickMinStep": 1, "format": "d"})
-    spec["data"] = {"name": "scaling"}
-    spec["layer"] = [
-        {"mark": {"type": "line", "strokeDash": [3, 3], "color": "#888"},
-         "encoding": {"x": x, "y": _q("ranks", "speed-up (x)")}},
-        {"mark": {"type": "line", "point": True, "color": "#1f77b4"},
-         "encoding": {"x": x, "y": _q("speedup", "speed-up (x)"),
-                      "tooltip": [_q("ranks", "ranks"), _q("speedup", "speed-up", format=".2f"),
-                                  _q("efficiency", "efficiency", format=".0%"),
-                                  _q("images_per_s", "images/s", format=",.1f")]}},
-    ]
-    return spec
-
-
-def compare_spec(metric: str, title: str) -> dict[str, Any]:
-    """``%lanecompare``: one line per run of ``metric`` against step or epoch (dataset
-    ``compare``: rows ``run``, ``x``, ``value``), a legend toggle per run."""
-    spec = _base("compare", title, "click a run in the legend to show it alone")
-    x = _q("x", "step" if metric in ("loss", "images_per_s") else "epoch")
-    spec["data"] = {"name": "compare"}
-    spec["layer"] = [
-        {"params": [_legend_toggle("compare", "run"), _zoom("compare")],
-         "mark": {"type": "line", "strokeWidth": 1.4},
-         "encoding": {"x": x, "y": _q("value", metric, scale={"zero": False}),
-                      "color": {"field": "run", "type": "nominal", "title": None, "scale": {"scheme": _RANKS}},
-                      "opacity": _shown("compare"),
-                      "tooltip": [{"field": "run", "title": "run"}, _q("x", x["title"]),
-                                  _q("value", metric, format=".4f")]}},
-    ]
-    return spec

@@ -81,7 +81,7 @@ test('a job launched from a notebook cell is listed, succeeds and its charts are
     'train.ipynb',
     `%load_ext lanenb\njob = %lanetrain --data ${DATA} ${TRAIN} --max-steps 6 --snapshot --name ui-train`
   );
-  const item = page.locator('#lanenb-sidebar tr.lanenb-job[data-job="ui-train"]');
+  const item = page.locator('#lanenb-sidebar div.lanenb-job[data-job="ui-train"]');
   await expect(item).toBeVisible({ timeout: 60000 });
   await expect(item.locator('.lanenb-chip')).toHaveText('succeeded', { timeout: 180000 });
   // the headline with its model label, the same words as %lanejobs
@@ -135,11 +135,13 @@ test('Stop in the sidebar asks for confirmation and cancels a running job', asyn
     'long.ipynb',
     `%load_ext lanenb\njob = %lanetrain --data ${DATA} ${TRAIN} --epochs 500 --timing-every 2 --name ui-long`
   );
-  const item = page.locator('#lanenb-sidebar tr.lanenb-job[data-job="ui-long"]');
+  const item = page.locator('#lanenb-sidebar div.lanenb-job[data-job="ui-long"]');
   await expect(item.locator('.lanenb-chip')).toHaveText('running', { timeout: 60000 });
   // its panel follows the live update stream: new lines, and charts from the state it carries
   await item.locator('.lanenb-job-name').click();
-  const panel = page.locator('.lanenb-job-panel').filter({ hasText: 'ui-long:' });
+  const panel = page
+    .locator('.lanenb-job-panel')
+    .filter({ has: page.locator('.lanenb-panel-status', { hasText: /^ui-long/ }) });
   await expect(panel.locator('.lanenb-log')).toContainText(/step \d+\/\d+ loss/, { timeout: 60000 });
   await expect(panel.locator('.lanenb-vchart[data-panel="loss"] g.mark-line path').first()).toBeVisible();
   await expect(panel.locator('.lanenb-chip')).toHaveText('running');
@@ -149,8 +151,7 @@ test('Stop in the sidebar asks for confirmation and cancels a running job', asyn
     timeout: 30000
   });
   await page.screenshot({ path: path.join(SHOTS, 'job-panel-running.png') });
-  const verdictRow = page.locator('#lanenb-sidebar tr.lanenb-job-verdict-row').first();
-  await expect(verdictRow).toHaveText(VERDICT, { timeout: 30000 });
+  await expect(item.locator('.lanenb-job-verdict')).toHaveText(VERDICT, { timeout: 30000 });
   await item.locator('button.lanenb-stop').click();
   const dialog = page.locator('.jp-Dialog');
   await expect(dialog).toContainText('Stop job "ui-long"?');
