@@ -92,6 +92,13 @@ export class LiveChart {
     this._host.className = 'lanenb-vchart-view';
     this.node.appendChild(this._host);
     this._names = datasetNames(spec);
+    // JupyterLab's theme switch (Settings > Theme) re-draws the chart in Vega's matching theme
+    this._themeWatch = new MutationObserver(() => {
+      if (this.node.dataset.theme !== (darkTheme() ? 'dark' : 'light')) {
+        void this.draw();
+      }
+    });
+    this._themeWatch.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-light'] });
   }
 
   /** Whether `spec` is the spec this chart draws (the grid keeps charts whose spec is unchanged). */
@@ -107,9 +114,11 @@ export class LiveChart {
   /** Draw (or re-draw after a log switch) and put the rows held so far in. */
   async draw(): Promise<void> {
     const ticket = ++this._drawn;
+    this.node.dataset.ready = 'false';
     const logAxis = meta(this.spec).log_axis;
     const spec = logAxis && this._log ? withLogAxis(this.spec, logAxis, true) : this.spec;
     const dark = darkTheme();
+    this.node.dataset.theme = dark ? 'dark' : 'light';
     const result = await embed(this._host, spec as VisualizationSpec, {
       actions: false,
       renderer: 'svg',
@@ -179,6 +188,7 @@ export class LiveChart {
 
   dispose(): void {
     this._drawn++;
+    this._themeWatch.disconnect();
     this._result?.finalize();
     this._result = null;
     this.node.remove();
@@ -189,6 +199,7 @@ export class LiveChart {
   private _dirty = false;
   private _result: Result | null = null;
   private readonly _host: HTMLDivElement;
+  private readonly _themeWatch: MutationObserver;
   private readonly _names: Set<string>;
   private readonly _rows = new Map<string, Map<string, [string, IRow]>>();
 }

@@ -70,7 +70,8 @@ def test_view_names_the_bottleneck_live_and_draws_where_each_rank_s_step_goes(sc
     panels = [spec["usermeta"]["lanenb"]["panel"] for spec in view.charts.specs]
     assert panels[-1] == "breakdown"  # where each rank's step goes, beside the charts
     shares = {(r["rank_no"], r["part"]): r["share"] for r in view.charts.rows["breakdown"]}
-    assert shares[(0, "exchange")] == pytest.approx(0.5, abs=0.01) and shares[(1, "compute")] == pytest.approx(1.0, abs=0.01)
+    assert shares[(0, "exchange")] == pytest.approx(0.5, abs=0.01)
+    assert shares[(1, "compute")] == pytest.approx(1.0, abs=0.01)
     assert png_width(view.static_png()) > 1000  # the headless image: the whole grid, 3 panels wide
     text = view._repr_mimebundle_()["text/plain"]
     assert "straggler: rank 1 is a straggler" in text

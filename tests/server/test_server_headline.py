@@ -71,9 +71,9 @@ def runs(tmp_path):
 
 
 async def test_every_face_shows_the_same_labelled_headline(runs, jp_fetch, capsys, monkeypatch):
+    from lanenb.analysis.chartdata import run_rows
     from lanenb.analysis.compare import compare
     from lanenb.analysis.runstate import tail_state
-    from lanenb.analysis.chartdata import run_rows
     from lanenb.cli import main
     from lanenb.jobs import get_job, list_jobs
     from lanenb.notebook.magics import JobTable

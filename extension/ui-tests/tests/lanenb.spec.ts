@@ -126,6 +126,13 @@ test('a job launched from a notebook cell is listed, succeeds and its charts are
   await panel.locator('select.lanenb-log-filter').selectOption('0');
   await expect(panel.locator('.lanenb-log .lanenb-log-line[data-rank="0"]').first()).toBeVisible();
   await page.screenshot({ path: path.join(SHOTS, 'job-panel.png') });
+  // the dark theme: the charts re-draw in Vega's dark theme, the sidebar follows Lab's colours
+  await page.theme.setDarkTheme();
+  await expect(loss).toHaveAttribute('data-theme', 'dark');
+  await expect(loss).toHaveAttribute('data-ready', 'true');
+  await page.screenshot({ path: path.join(SHOTS, 'job-panel-dark.png') });
+  await page.theme.setLightTheme();
+  await expect(loss).toHaveAttribute('data-theme', 'light');
 });
 
 test('Stop in the sidebar asks for confirmation and cancels a running job', async ({ page }) => {
