@@ -240,15 +240,19 @@ export class ChartGrid {
     this.node.replaceChildren(...next.map(c => c.node));
   }
 
-  /** New rows for some datasets (the others stay as they are). */
-  setData(rows: Rows): Promise<void> {
+  /** New rows for some datasets (the others stay as they are). Each changed chart is run in
+   * an animation frame of its own, so an update costs a frame at most one chart's work. */
+  async setData(rows: Rows): Promise<void> {
     this._rows = { ...this._rows, ...rows };
     const touched = this._charts.filter(chart =>
       Object.entries(rows)
         .map(([name, r]) => chart.setRows(name, r))
         .some(Boolean)
     );
-    return Promise.all(touched.map(c => c.flush())).then(() => undefined);
+    for (const chart of touched) {
+      await new Promise<void>(resolve => requestAnimationFrame(() => resolve()));
+      await chart.flush();
+    }
   }
 
   dispose(): void {

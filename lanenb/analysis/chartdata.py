@@ -23,10 +23,11 @@ __all__ = ["run_rows", "run_specs", "rank_table", "run_png", "Rows", "LIMIT", "S
 Rows = dict[str, list[dict[str, Any]]]
 
 _VAL = (("val_accuracy", "accuracy"), ("val_fp", "FP"), ("val_fn", "FN"))
-# points per series a live chart holds (per rank for system samples: several ranks share a
-# panel): a 340 px wide panel shows no more, hover and redraw stay well under a frame, and a
-# refresh of a 4-rank run is about 140 KB of JSON
-LIMIT = 300
+# points per series a live chart holds (half that per rank for system samples: several ranks
+# share a panel): two points per 4 px of a 340 px panel, the min/max band keeps the spikes.
+# Measured in Chromium (bench/notebook_view.py --browser): Vega's update of a panel with its
+# hover layer takes ~20 ms at 160 points and 40-90 ms at 300
+LIMIT = 160
 STATIC_LIMIT = 200  # the static image
 _SYSTEM = {"gpu_util": "gpu_util", "gpu_mem": "gpu_mem_mb", "cpu": "cpu_percent", "rss": "rss_mb"}
 

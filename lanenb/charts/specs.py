@@ -158,7 +158,7 @@ def _per_rank(name: str, title: str, y_title: str, y_extra: Mapping[str, Any]) -
                       "color": {"field": "rank", "type": "nominal", "title": None, "scale": {"scheme": _RANKS}},
                       "opacity": _shown(name)}},
         {"params": [{"name": f"{name}_hover", "select": {"type": "point", "nearest": True, "on": "pointerover",
-                                                          "clear": "pointerout"}}],
+                                                          "encodings": ["x", "color"], "clear": "pointerout"}}],
          "mark": {"type": "point", "filled": True, "size": 40},
          "encoding": {"x": x, "y": _q("value", y_title, **y_extra),
                       "color": {"field": "rank", "type": "nominal", "title": None, "scale": {"scheme": _RANKS}},
