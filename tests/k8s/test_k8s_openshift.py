@@ -68,7 +68,8 @@ def test_root_mode_pods_break_the_restricted_level_with_the_apiservers_words():
     message = admission_error(pods["worker"], {"metadata": {"labels": RESTRICTED}})
     assert message is not None and message.startswith(
         'pods "lane-os-worker" is forbidden: violates PodSecurity "restricted:latest": '
-        'allowPrivilegeEscalation != false (container "worker" must set securityContext.allowPrivilegeEscalation=false)')
+        'allowPrivilegeEscalation != false (container "worker" must set '
+        'securityContext.allowPrivilegeEscalation=false)')
     assert 'runAsNonRoot != true (pod or container "worker" must set securityContext.runAsNonRoot=true)' in message
     assert admission_error(pods["worker"], {"metadata": {"labels": {}}}) is None  # no level: admitted
 
@@ -79,8 +80,8 @@ def test_root_mode_pods_break_the_restricted_level_with_the_apiservers_words():
     (lambda s: s["containers"][0]["securityContext"].update(allowPrivilegeEscalation=True),
      "allowPrivilegeEscalation != false"),
     (lambda s: s["containers"][0]["securityContext"]["capabilities"].update(add=["IPC_LOCK"]),
-     'unrestricted capabilities (container "worker" must not include "IPC_LOCK" in '
-     'securityContext.capabilities.add)'),
+     ('unrestricted capabilities (container "worker" must not include "IPC_LOCK" in '
+      'securityContext.capabilities.add)')),
     (lambda s: s["volumes"].append({"name": "host", "hostPath": {"path": "/"}}),
      'restricted volume types (volume "host" uses restricted volume type "hostPath")'),
     (lambda s: s["containers"][0]["securityContext"].update(runAsNonRoot=False), "runAsNonRoot != true"),
@@ -107,7 +108,8 @@ def test_rdma_pods_are_refused_in_openshift_mode_naming_the_capability():
 
 def test_a_volume_over_the_openshift_home_is_refused():
     spec = make_spec(volumes=["data:/data", f"cache:{HOME}/cache"], k8s={"openshift": True})
-    with pytest.raises(ManifestError, match=f"cannot mount at {HOME}/cache: OpenShift mode mounts the pods' writable HOME"):
+    with pytest.raises(ManifestError, match=f"cannot mount at {HOME}/cache: OpenShift mode mounts the pods' "
+                       "writable HOME"):
         build_mpijob(spec)
 
 
@@ -169,7 +171,7 @@ def ranks_print(argv: list[str]) -> list[str]:
 
 
 def test_root_mode_is_refused_on_a_restricted_namespace_and_openshift_mode_runs(os_cluster):
-    thread, fake, backend, _ = os_cluster
+    _thread, fake, backend, _ = os_cluster
     fake.rewrite_argv = ranks_print
     root = make_spec(name="lane-root", namespace="secure", k8s={"openshift": False})
     handle = backend.submit(root)

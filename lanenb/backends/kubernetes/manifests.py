@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from lanenb.backends.kubernetes import restricted
+import lanenb.backends.kubernetes.restricted as restricted
 from lanenb.contract.redact import redact_env_list, redact_value
 from lanenb.kube.names import check_label, check_mpijob_name, check_subdomain
 from lanenb.kube.objects import MANAGED_BY
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 __all__ = [
     "API_VERSION", "KIND", "TRAINER_ENTRYPOINT", "LAUNCHER_WRAPPER", "MANAGED_BY", "JOB_NAME_LABEL", "JOB_ROLE_LABEL",
     "RUNAI_SCHEDULER", "SSH_AUTH_MOUNT_PATH", "MPI_CONFIG_MOUNT_PATH", "LAUNCHER_RESOURCES", "namespace_for",
-    "cluster_run_dir", "check_cluster_paths", "ssh_auth_mount_path", "mpirun_argv", "env_entries", "build_mpijob", "render",
+    "cluster_run_dir", "check_cluster_paths", "ssh_auth_mount_path", "mpirun_argv", "env_entries", "build_mpijob",
+    "render",
 ]
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -349,8 +350,8 @@ def render(spec: TrainSpec, run_dir: str | None = None, namespace: str | None = 
     Literal env values that may be secrets read ``<redacted>`` unless ``redact=False``: put
     secrets in a Kubernetes Secret and pass ``-e NAME=secret:SECRET/KEY`` instead.
     """
-    return yaml.safe_dump(build_mpijob(spec, run_dir, namespace, redact=redact, openshift=openshift), sort_keys=False,
-                          default_flow_style=False)
+    job = build_mpijob(spec, run_dir, namespace, redact=redact, openshift=openshift)
+    return yaml.safe_dump(job, sort_keys=False, default_flow_style=False)
 
 
 def redact_mpijob(job: dict[str, Any] | None) -> dict[str, Any] | None:
