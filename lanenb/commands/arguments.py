@@ -59,6 +59,11 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--project", "-p"), dict(dest="k8s.runai_project", metavar="PROJECT",
                                help="RUN:AI project: namespace runai-PROJECT and the runai scheduler")),
     (("--context",), dict(dest="k8s.context", metavar="CTX", help="kubeconfig context")),
+    (("--openshift",), dict(dest="k8s.openshift", action="store_true", default=None,
+                            help="pods for OpenShift's restricted SCC / Pod Security restricted: non-root UID, "
+                                 "sshd on port 2222 (default: when the cluster serves security.openshift.io)")),
+    (("--no-openshift",), dict(dest="k8s.openshift", action="store_false", default=None,
+                               help="root pods (sshd on port 22) even on OpenShift")),
     (("--run-dir",), dict(metavar="DIR", help="where rank 0 writes checkpoints, predictions, metrics")),
     (("--max-steps",), dict(type=int, metavar="N", help="stop after N global steps")),
     (("--num-workers",), dict(type=int, metavar="N", help="data-loader worker processes per rank (default 0)")),
