@@ -49,7 +49,8 @@ def _timestamp(value: Any) -> float | None:
 def azureml_status(job: Any) -> JobStatus:
     """``JobStatus`` of an SDK ``Job`` (``ml_client.jobs.get``): state, a reason a person can act
     on, the raw AzureML status as ``message``, the start/end times AzureML recorded."""
-    raw = str(getattr(job, "status", None) or "Unknown")
+    value = getattr(job, "status", None) or "Unknown"
+    raw = str(getattr(value, "value", value))  # the SDK hands back its JobStatus enum, or a string
     state = STATES.get(raw, JobState.UNKNOWN)
     reason = REASONS.get(raw)
     properties = getattr(job, "properties", None) or {}
