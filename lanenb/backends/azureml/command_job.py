@@ -102,6 +102,10 @@ def check_job(spec: TrainSpec, run_dir: str | None = None) -> str:
     return kind
 
 
+def _data_path(spec: TrainSpec, kind: str) -> str:
+    return str(Path(spec.dataset).expanduser().resolve()) if kind == "local" else spec.dataset
+
+
 def build_command(spec: TrainSpec, run_dir: str | None = None) -> Command:
     """The SDK's ``command()`` job for ``spec`` (nothing is sent).
 
@@ -118,7 +122,7 @@ def build_command(spec: TrainSpec, run_dir: str | None = None) -> Command:
     from azure.ai.ml import Input, MpiDistribution, Output, command
 
     opts = spec.azureml
-    data_path = str(Path(spec.dataset).expanduser().resolve()) if kind == "local" else spec.dataset
+    data_path = _data_path(spec, kind)
     env = {**BASE_ENV, "LANENB_JOB_NAME": str(spec.name), **spec.env}
     shm = opts.shm_size or (LARGE_SHM if spec.large_shm else None)
     return command(
@@ -150,11 +154,15 @@ def _prune(value: Any) -> Any:
 def job_dict(spec: TrainSpec, run_dir: str | None = None, *, redact: bool = True) -> dict[str, Any]:
     """The job as the Azure CLI's YAML schema spells it (``CommandJob``), plain JSON types.
 
-    An environment built from the Dockerfile appears as its ``build`` section only: the SDK's
+    A local dataset folder appears as its path (the CLI and the SDK upload it when the job is
+    created). An environment built from the Dockerfile appears as its ``build`` section only: the SDK's
     anonymous name and content hash are worked out again by whoever creates the job. With
     ``redact``, secret-named variables read ``<redacted>``.
     """
     data = json.loads(json.dumps(build_command(spec, run_dir)._to_job()._to_dict()))
+    if check_job(spec, run_dir) == "local":
+        # the SDK's dump writes a local folder as "azureml:/abs/path"; the CLI reads a folder as a path
+        data["inputs"][DATA_INPUT]["path"] = _data_path(spec, "local")
     envdef = data.get("environment")
     if isinstance(envdef, dict) and "build" in envdef:
         data["environment"] = {"build": envdef["build"]}
