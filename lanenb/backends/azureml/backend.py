@@ -244,8 +244,9 @@ class AzureMLBackend(Backend):
                                f"not among the VM sizes of {compute.location}")
         gpus = int(getattr(vm, "gpus", 0) or 0)
         if gpus == 0:
-            return {"processes": nodes * max(1, int(getattr(vm, "v_cp_us", 0) or 1)), "gpus": 0,
-                    "gpus_per_process": 0}
+            # the SDK's VmSize keeps the REST key (vCPUs) in newer releases, v_cp_us in older ones
+            vcpus = int(getattr(vm, "v_cp_us", None) or getattr(vm, "vCPUs", None) or 1)
+            return {"processes": nodes * vcpus, "gpus": 0, "gpus_per_process": 0}
         return {"processes": nodes * gpus, "gpus": nodes * gpus, "gpus_per_process": gpus}
 
     def describe(self, spec: TrainSpec, handle: dict[str, Any]) -> dict[str, Any]:
