@@ -73,7 +73,8 @@ class AzureMLOptions:
         workspace: the workspace name.
         config: path to a workspace ``config.json``.
         environment: a registered environment (``NAME:VERSION``, ``NAME@latest`` or an ARM
-            id); None builds one from ``trainer/Dockerfile``.
+            id); None: the spec's ``image`` when it names one, else an environment built from
+            ``trainer/Dockerfile``.
         instance_count: nodes; ``processes`` ranks are spread evenly over them
             (``process_count_per_instance = processes / instance_count``).
         shm_size: the container's ``/dev/shm`` (docker's ``--shm-size``, e.g. ``"16g"``); None:
@@ -100,14 +101,14 @@ class AzureMLOptions:
     def __post_init__(self) -> None:
         p = "azureml."
         for name, pattern, rule in (
-            ("compute", _COMPUTE, "must be a compute cluster name: a letter, then letters, digits and '-' "
-                                  "(2-24 characters, not ending in '-')"),
-            ("subscription_id", _GUID, "must be a subscription id (a GUID such as "
-                                       "'00000000-0000-0000-0000-000000000000')"),
-            ("resource_group", _RESOURCE_GROUP, "must be a resource group name: 1-90 letters, digits, '_', '-', "
-                                                "'.', '(' or ')', not ending in '.'"),
-            ("workspace", _WORKSPACE, "must be a workspace name: 3-33 letters, digits, '-' or '_', "
-                                      "starting with a letter or digit"),
+            ("compute", _COMPUTE, ("must be a compute cluster name: a letter, then letters, digits and '-' "
+                                   "(2-24 characters, not ending in '-')")),
+            ("subscription_id", _GUID, ("must be a subscription id (a GUID such as "
+                                        "'00000000-0000-0000-0000-000000000000')")),
+            ("resource_group", _RESOURCE_GROUP, ("must be a resource group name: 1-90 letters, digits, '_', '-', "
+                                                 "'.', '(' or ')', not ending in '.'")),
+            ("workspace", _WORKSPACE, ("must be a workspace name: 3-33 letters, digits, '-' or '_', "
+                                       "starting with a letter or digit")),
             ("shm_size", _SHM, "must be a size such as '16g', '512m' (docker's --shm-size)"),
             ("experiment", _EXPERIMENT, "must be 1-255 letters, digits, '_', '-' or '.'"),
         ):

@@ -64,7 +64,7 @@ class TrainSpec:
         epochs: passes over the training split.
         engine: ``auto`` (Horovod when importable), ``horovod`` or ``ddp``.
         backbone: a backbone of the model registry: small, vgg16, resnet18, resnet34.
-        image: the trainer's container image (Kubernetes).
+        image: the trainer's container image (Kubernetes; AzureML without ``azureml.environment``).
         image_pull_policy: Always, IfNotPresent or Never.
         volumes: PVCs to mount in every rank, ``"name:/mount[:ro]"`` (``runai --pvc``).
         env: variables for every rank, a dict or ``KEY=VALUE`` strings (``runai -e``);

@@ -1,6 +1,6 @@
 """Fixtures for the azureml backend tests: an isolated LANENB_HOME (the job registry), no
 workspace variables from the machine running the tests, and a backend whose SDK pipelines
-replay recorded HTTP (``replay.py``)."""
+replay recorded HTTP (``azureml_replay.py``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,7 @@ import pytest
 
 pytest.importorskip("azure.ai.ml", reason="the azureml extra (pip install 'lanenb[azureml]')")
 
-from replay import FakeCredential, ReplayAdapter, transport  # noqa: E402
-
-WORKSPACE = dict(subscription_id="00000000-1111-2222-3333-444444444444", resource_group="lanes-rg",
-                 workspace="lanes-ws")
+from azureml_replay import FakeCredential, ReplayAdapter, transport
 
 
 @pytest.fixture(autouse=True)

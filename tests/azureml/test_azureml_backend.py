@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from conftest import WORKSPACE
+from azureml_replay import WORKSPACE
 
 from lanenb.backends.azureml import AzureMLBackend, AzureMLError
 from lanenb.backends.azureml.rank_logs import rank_files

@@ -1,9 +1,9 @@
 """A recorded submit -> stream -> cancel cycle through the Job API, the SDK's real code running
-down to the HTTP boundary (``replay.py``: every request checked against the recording)."""
+down to the HTTP boundary (``azureml_replay.py``: every request checked against the recording)."""
 
 from __future__ import annotations
 
-from conftest import WORKSPACE
+from azureml_replay import WORKSPACE
 
 from lanenb.analysis.runstate import RunState
 from lanenb.contract.spec import TrainSpec

@@ -1,14 +1,14 @@
-"""``%lanetrain --backend azureml --dry-run``: the job YAML the Azure CLI accepts, read back by the
-SDK's own schema (``load_job``) into the same command job the backend would send; nothing starts."""
+"""``lanenb train --backend azureml --dry-run`` (``%lanetrain``'s flags and report, shared code; the
+magic itself in ``tests/notebook/test_magics_azureml.py``): the job YAML the Azure CLI accepts, read
+back by the SDK's own schema (``load_job``) into the same command job the backend would send."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
 import yaml
-from conftest import WORKSPACE
+from azureml_replay import WORKSPACE
 
 from lanenb.backends.azureml.command_job import build_command
 from lanenb.cli import main
@@ -19,15 +19,6 @@ LINE = ("--backend azureml --dry-run --data azureml:tusimple:1 --compute gpu-clu
         "--shm-size 16g --batch-size 4 --max-steps 20 --azureml-environment lanenb-trainer:3 --name lane-az-dry "
         f"--subscription {WORKSPACE['subscription_id']} --resource-group lanes-rg --workspace lanes-ws "
         "-e HF_TOKEN=hf_secret_value -e LANE_NOTE=kept --lr 0.02")
-
-
-@pytest.fixture(scope="module")
-def ip():
-    from IPython.testing.globalipapp import start_ipython
-
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "lanenb")
-    return shell
 
 
 def _yaml_of(out: str) -> str:
@@ -48,10 +39,10 @@ def _spec_of(line: str):
     return spec_from_args(parser.parse_args(args), parser)
 
 
-def test_dry_run_prints_yaml_that_load_job_reads_back_to_the_same_job(ip, capsys, tmp_path):
+def test_dry_run_prints_yaml_that_load_job_reads_back_to_the_same_job(capsys, tmp_path):
     from azure.ai.ml import load_job
 
-    assert ip.run_line_magic("lanetrain", LINE) is None
+    assert main(["train", *LINE.split()]) == 0
     out = capsys.readouterr().out
     assert out.startswith("spec: 4 process(es) x 0 GPU(s), batch 4 per rank = global batch 16")
     assert "problem:" not in out
@@ -76,13 +67,6 @@ def test_dry_run_prints_yaml_that_load_job_reads_back_to_the_same_job(ip, capsys
     assert list_jobs() == []  # nothing submitted, nothing recorded
 
 
-def test_the_console_prints_what_the_magic_prints(ip, capsys):
-    ip.run_line_magic("lanetrain", LINE)
-    magic_out = capsys.readouterr().out
-    assert main(["train", *LINE.split()]) == 0
-    assert capsys.readouterr().out == magic_out
-
-
 def test_default_environment_builds_the_trainer_dockerfile_and_a_local_folder_is_uploaded(tmp_path, capsys):
     from azure.ai.ml import load_job
 
@@ -102,6 +86,14 @@ def test_default_environment_builds_the_trainer_dockerfile_and_a_local_folder_is
     assert loaded.environment.build.dockerfile_path == "trainer/Dockerfile"
     assert loaded.distribution.process_count_per_instance == 2
     assert loaded.inputs["dataset"].path == str(data_dir)
+
+
+def test_an_image_becomes_the_jobs_environment(capsys):
+    assert main(["train", "--backend", "azureml", "--dry-run", "--data", "azureml:tusimple:1", "--compute",
+                 "gpu-cluster", "--image", "lanes.azurecr.io/lanenb-trainer:0.1", "--subscription",
+                 WORKSPACE["subscription_id"], "--resource-group", "lanes-rg", "--workspace", "lanes-ws"]) == 0
+    data = yaml.safe_load(_yaml_of(capsys.readouterr().out))
+    assert data["environment"]["image"] == "lanes.azurecr.io/lanenb-trainer:0.1"
 
 
 def test_dry_run_names_a_missing_workspace_and_still_shows_the_job(capsys):

@@ -6,7 +6,7 @@ import argparse
 import json
 
 import pytest
-from conftest import WORKSPACE
+from azureml_replay import WORKSPACE
 
 from lanenb.backends.azureml.workspace import resolve_workspace
 from lanenb.commands.arguments import add_job_arguments, spec_from_args
@@ -84,8 +84,20 @@ def test_flags_fill_the_options_and_a_cell_body_keeps_what_the_line_leaves(tmp_p
                             "--instance-count", "2", "-np", "4", "--shm-size", "16g", "--data-kind", "asset",
                             "--experiment", "lanes", "--azure-config", str(tmp_path / "config.json")])
     spec = spec_from_args(ns, parser, {"azureml": {"workspace": "lanes-ws", "compute": "old-cluster"}})
-    assert spec.azureml == AzureMLOptions(compute="gpu-cluster", workspace="lanes-ws", config=str(tmp_path / "config.json"),
-                                          instance_count=2, shm_size="16g", data_kind="asset", experiment="lanes")
+    assert spec.azureml == AzureMLOptions(compute="gpu-cluster", workspace="lanes-ws",
+                                          config=str(tmp_path / "config.json"), instance_count=2, shm_size="16g",
+                                          data_kind="asset", experiment="lanes")
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    (dict(volumes=["lanes-data:/mnt"]), "volumes"),
+    (dict(enable_snapshot=True, pvc_name="lanes-data"), "enable_snapshot"),
+    (dict(run_dir="/mnt/runs/x"), "run_dir"),
+    (dict(dataset="/no/such/folder"), "dataset"),
+])
+def test_what_azureml_cannot_do_is_named_before_anything_is_sent(extra, field):
+    spec = {"dataset": "azureml:tusimple:1", "backend": "azureml", "azureml": GOOD, **extra}
+    assert [p.field for p in validate(spec)] == [field]
 
 
 def test_validate_lists_every_problem_for_a_form():

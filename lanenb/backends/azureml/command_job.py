@@ -64,13 +64,17 @@ def dockerfile_context() -> Path | None:
 
 
 def _environment(spec: TrainSpec) -> Any:
+    from azure.ai.ml.entities import BuildContext, Environment
+
     if spec.azureml.environment is not None:
         return spec.azureml.environment
+    if spec.image is not None:  # an image built and pushed already (trainer/Dockerfile's)
+        return Environment(image=spec.image)
     root = dockerfile_context()
     if root is None:
         raise SpecError("azureml.environment", None, "no trainer/Dockerfile to build here (an installed wheel "
-                        "has none): name a registered environment (--azureml-environment NAME:VERSION)")
-    from azure.ai.ml.entities import BuildContext, Environment
+                        "has none): name a registered environment (--azureml-environment NAME:VERSION) "
+                        "or an image (--image)")
 
     # the Dockerfile COPYs trainer/...: its context is the repository root (the SDK uploads it
     # minus what .gitignore / .amlignore leave out)
@@ -83,7 +87,7 @@ def check_job(spec: TrainSpec, run_dir: str | None = None) -> str:
     Raises:
         SpecError: no compute, processes that do not split over the nodes, a dataset that its
             ``data_kind`` contradicts or a local one that is not a folder, a ``run_dir`` that is
-            not an ``azureml://`` datastore path, GPUs per rank given with several ranks per node.
+            not an ``azureml://`` datastore path, PVC volumes or snapshots (Kubernetes and local only).
     """
     opts = spec.azureml
     if opts.compute is None:
@@ -95,6 +99,12 @@ def check_job(spec: TrainSpec, run_dir: str | None = None) -> str:
     if kind == "local" and not Path(spec.dataset).expanduser().is_dir():
         raise SpecError("dataset", spec.dataset, "is not a folder on this machine (the SDK uploads a local "
                         "dataset); name a data asset (azureml:NAME:VERSION) or a datastore URI instead")
+    if spec.volumes:
+        raise SpecError("volumes", [str(v) for v in spec.volumes], "PVC mounts are Kubernetes'; on AzureML the "
+                        "dataset is the job's input (--data azureml:NAME:VERSION, a datastore URI or a folder)")
+    if spec.enable_snapshot:
+        raise SpecError("enable_snapshot", True, "snapshots are taken of PVCs (Kubernetes) or locally; AzureML "
+                        "keeps the run's outputs in its datastore and versions data assets itself")
     target = run_dir or spec.run_dir
     if target is not None and not target.startswith("azureml://"):
         raise SpecError("run_dir", target, "must be a datastore path azureml://datastores/NAME/paths/... "
@@ -155,17 +165,17 @@ def job_dict(spec: TrainSpec, run_dir: str | None = None, *, redact: bool = True
     """The job as the Azure CLI's YAML schema spells it (``CommandJob``), plain JSON types.
 
     A local dataset folder appears as its path (the CLI and the SDK upload it when the job is
-    created). An environment built from the Dockerfile appears as its ``build`` section only: the SDK's
-    anonymous name and content hash are worked out again by whoever creates the job. With
-    ``redact``, secret-named variables read ``<redacted>``.
+    created). An inline environment (the Dockerfile's build, or ``image``) appears as that only:
+    the SDK's anonymous name and content hash are worked out again by whoever creates the job.
+    With ``redact``, secret-named variables read ``<redacted>``.
     """
     data = json.loads(json.dumps(build_command(spec, run_dir)._to_job()._to_dict()))
     if check_job(spec, run_dir) == "local":
         # the SDK's dump writes a local folder as "azureml:/abs/path"; the CLI reads a folder as a path
         data["inputs"][DATA_INPUT]["path"] = _data_path(spec, "local")
     envdef = data.get("environment")
-    if isinstance(envdef, dict) and "build" in envdef:
-        data["environment"] = {"build": envdef["build"]}
+    if isinstance(envdef, dict):  # an inline (anonymous) environment: what defines it, not its hash
+        data["environment"] = {k: v for k, v in envdef.items() if k in ("build", "image")}
     if redact:
         data["environment_variables"] = {k: redact_value(k, v)
                                          for k, v in (data.get("environment_variables") or {}).items()}

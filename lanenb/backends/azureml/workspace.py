@@ -13,6 +13,7 @@ backends and ``--dry-run`` of any other backend never load it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Mapping
@@ -53,8 +54,8 @@ def require_sdk() -> None:
         AzureMLSdkMissingError: ``azure.ai.ml`` or ``azure.identity`` cannot be imported.
     """
     try:
-        import azure.ai.ml  # noqa: F401
-        import azure.identity  # noqa: F401
+        for module in ("azure.ai.ml", "azure.identity"):
+            importlib.import_module(module)
     except ImportError as exc:
         raise AzureMLSdkMissingError(f"the azureml backend needs the AzureML SDK: {INSTALL_HINT} "
                                      f"({exc})") from exc
@@ -126,11 +127,11 @@ def resolve_workspace(options: AzureMLOptions, *, env: Mapping[str, str] | None 
             found[opt], where[opt] = value, "options"
         elif env.get(ENV_VARS[opt]):
             found[opt], where[opt] = env[ENV_VARS[opt]], ENV_VARS[opt]
+    explicit = options.config is not None
+    if explicit and not Path(options.config).expanduser().is_file():  # type: ignore[arg-type]
+        raise SpecError("azureml.config", options.config, "no such file (a workspace config.json)")
     if len(found) < len(ENV_VARS):
-        explicit = options.config is not None
         path = Path(options.config).expanduser() if explicit else find_config(cwd)  # type: ignore[arg-type]
-        if explicit and not path.is_file():  # type: ignore[union-attr]
-            raise SpecError("azureml.config", options.config, "no such file (a workspace config.json)")
         if path is not None:
             for opt, value in _read_config(path, explicit).items():
                 if opt not in found:
@@ -143,7 +144,8 @@ def resolve_workspace(options: AzureMLOptions, *, env: Mapping[str, str] | None 
                         f"set {ENV_VARS[opt]}, or put a config.json from the studio in this folder "
                         f"(--azure-config PATH)")
     try:  # the same spelling rules as options given directly, naming where the bad value came from
-        AzureMLOptions(**found)
+        AzureMLOptions(subscription_id=found["subscription_id"], resource_group=found["resource_group"],
+                       workspace=found["workspace"])
     except SpecError as exc:
         source = where.get(exc.field.removeprefix("azureml."), "")
         raise SpecError(exc.field if source == "options" else f"{exc.field} (from {source})", exc.value,

@@ -29,6 +29,9 @@ import requests
 from requests.adapters import BaseAdapter
 
 RECORDINGS = Path(__file__).parent / "recordings"
+# the workspace every recording talks to
+WORKSPACE = {"subscription_id": "00000000-1111-2222-3333-444444444444", "resource_group": "lanes-rg",
+             "workspace": "lanes-ws"}
 # properties the SDK adds from the caller's git checkout (azureml.git.*, mlflow.source.git.*):
 # they differ per commit, so they are left out of the body comparison
 _GIT_PREFIXES = ("azureml.git.", "mlflow.source.git.")
@@ -138,8 +141,9 @@ class ReplayAdapter(BaseAdapter):
     def assert_done(self) -> None:
         """Every recorded exchange was asked for, and nothing else."""
         assert not self.problems, self.problems
-        assert not self.pending, f"{len(self.pending)} recorded request(s) never sent, the first: " \
-                                 f"{self.pending[0]['request']['method']} {self.pending[0]['request']['url']}"
+        first = self.pending[0]["request"] if self.pending else {}
+        assert not self.pending, (f"{len(self.pending)} recorded request(s) never sent, the first: "
+                                  f"{first.get('method')} {first.get('url')}")
 
 
 def transport(adapter: ReplayAdapter) -> Any:
