@@ -87,7 +87,8 @@ class TrainSpec:
         val_batch_size: validation batch (None: the trainer's default).
         k8s: :class:`KubernetesOptions` or a dict of them.
         azureml: :class:`AzureMLOptions` or a dict of them (``compute`` is required with
-            ``backend='azureml'``; ``processes`` must split evenly over ``instance_count``).
+            ``backend='azureml'``; the backend's check wants ``processes`` to split evenly over
+            ``instance_count``).
 
     Raises:
         SpecError: the first bad field (``check(first=False)`` or ``validate`` lists all),
@@ -271,10 +272,6 @@ class TrainSpec:
         if self.azureml.compute is None:
             raise SpecError("azureml.compute", None, "is required with backend='azureml': the compute cluster "
                             "to run on (--compute NAME)")
-        count = self.azureml.instance_count
-        if isinstance(self.processes, int) and self.processes % count:
-            raise SpecError("processes", self.processes, f"must split evenly over azureml.instance_count={count} "
-                            f"nodes (AzureML starts the same number of ranks on every node)")
         if isinstance(self.dataset, str):
             self.azureml.check_dataset(self.dataset)
 

@@ -45,7 +45,6 @@ def test_a_bad_option_is_named_with_its_value(options, field, value):
 
 @pytest.mark.parametrize(("spec", "field", "value"), [
     (dict(azureml={}), "azureml.compute", None),
-    (dict(processes=3, azureml={**GOOD, "instance_count": 2}), "processes", 3),
     (dict(dataset="/data/tusimple", azureml={**GOOD, "data_kind": "asset"}), "dataset", "/data/tusimple"),
     (dict(dataset="azureml:tusimple:1", azureml={**GOOD, "data_kind": "local"}), "dataset", "azureml:tusimple:1"),
     (dict(env={"TOKEN": "secret:lanes/token"}, azureml=GOOD), "env", "TOKEN=secret:lanes/token"),
@@ -90,6 +89,7 @@ def test_flags_fill_the_options_and_a_cell_body_keeps_what_the_line_leaves(tmp_p
 
 
 @pytest.mark.parametrize(("extra", "field"), [
+    (dict(processes=3, azureml={**GOOD, "instance_count": 2}), "processes"),
     (dict(volumes=["lanes-data:/mnt"]), "volumes"),
     (dict(enable_snapshot=True, pvc_name="lanes-data"), "enable_snapshot"),
     (dict(run_dir="/mnt/runs/x"), "run_dir"),

@@ -1,5 +1,6 @@
-"""``%lanetrain --backend azureml --dry-run`` in the notebook: the console's report (the AzureML job
-YAML, checked against the SDK's schema in ``tests/azureml``), nothing submitted."""
+"""The notebook faces on the azureml backend: ``%lanetrain --backend azureml --dry-run`` prints the
+console's report (the AzureML job YAML, checked against the SDK's schema in ``tests/azureml``) and
+submits nothing; ``TrainPanel`` takes its bounds from the compute cluster (recorded HTTP)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from lanenb.jobs import list_jobs
 
 pytest.importorskip("azure.ai.ml", reason="the azureml extra (pip install 'lanenb[azureml]')")
 
+from azureml_replay import WORKSPACE, FakeCredential, ReplayAdapter, transport  # noqa: E402
+
 LINE = ("--backend azureml --dry-run --data azureml:tusimple:1 --compute gpu-cluster --nodes 2 -np 4 "
-        "--subscription 00000000-1111-2222-3333-444444444444 --resource-group lanes-rg --workspace lanes-ws "
+        f"--subscription {WORKSPACE['subscription_id']} --resource-group lanes-rg --workspace lanes-ws "
         "--azureml-environment lanenb-trainer:3 --name lane-az-magic")
 
 
@@ -26,3 +29,22 @@ def test_lanetrain_dry_run_prints_the_azureml_job_and_submits_nothing(ip, capsys
     assert job["name"] == "lane-az-magic" and job["compute"] == "azureml:gpu-cluster"
     assert job["distribution"] == {"type": "mpi", "process_count_per_instance": 2}
     assert list_jobs() == []
+
+
+def test_train_panel_bounds_come_from_the_compute_cluster(monkeypatch):
+    from lanenb.backends.azureml import AzureMLBackend
+    from lanenb.contract.backends import _REGISTRY
+    from lanenb.notebook.panel import TrainPanel
+
+    http = ReplayAdapter("capacity.json")
+    monkeypatch.setitem(_REGISTRY, "azureml",
+                        lambda **kw: AzureMLBackend(credential=FakeCredential(), transport=transport(http), **kw))
+    panel = TrainPanel(backend="azureml", dataset="azureml:tusimple:1",
+                       azureml={"compute": "gpu-cluster", "instance_count": 4, **WORKSPACE})
+    assert (panel.processes.max, panel.gpus.max) == (32, 8)  # 4 nodes x ND96amsr_A100_v4 (8 GPUs)
+    assert panel.spec_fields()["dataset"] == "azureml:tusimple:1" and "volumes" not in panel.spec_fields()
+    panel.processes.value = 8
+    assert panel.problems == [] and not panel.launch.disabled, [str(p) for p in panel.problems]
+    panel.processes.value = 6  # 6 ranks do not split over 4 nodes
+    assert [p.field for p in panel.problems] == ["processes"] and panel.launch.disabled
+    assert http.sent and http.problems == []

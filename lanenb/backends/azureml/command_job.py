@@ -94,7 +94,7 @@ def check_job(spec: TrainSpec, run_dir: str | None = None) -> str:
         raise SpecError("azureml.compute", None, "is required with backend='azureml' (--compute NAME)")
     if spec.processes % opts.instance_count:
         raise SpecError("processes", spec.processes, f"must split evenly over azureml.instance_count="
-                        f"{opts.instance_count} nodes")
+                        f"{opts.instance_count} nodes (AzureML starts the same number of ranks on every node)")
     kind = opts.check_dataset(spec.dataset)
     if kind == "local" and not Path(spec.dataset).expanduser().is_dir():
         raise SpecError("dataset", spec.dataset, "is not a folder on this machine (the SDK uploads a local "

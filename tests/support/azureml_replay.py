@@ -2,8 +2,9 @@
 
 ``ReplayAdapter`` is a ``requests`` transport adapter mounted on the session of azure-core's own
 ``RequestsTransport``, which ``MLClient`` uses for every pipeline (ARM, run history, log files).
-It answers each request with the next recorded exchange of a JSON file in ``recordings/`` and
-fails on anything unexpected: another method, URL (path and query, ``api-version`` included) or
+It answers each request with the next recorded exchange of a JSON file in
+``tests/azureml/recordings/`` and fails on anything unexpected: another method, URL (path and
+query, ``api-version`` included) or
 JSON body than recorded, or a request after the recording has run out. ``FakeCredential`` is the
 only stand-in: a TokenCredential that hands out a fixed token, so no sign-in is attempted.
 
@@ -28,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 from requests.adapters import BaseAdapter
 
-RECORDINGS = Path(__file__).parent / "recordings"
+RECORDINGS = Path(__file__).parent.parent / "azureml" / "recordings"
 # the workspace every recording talks to
 WORKSPACE = {"subscription_id": "00000000-1111-2222-3333-444444444444", "resource_group": "lanes-rg",
              "workspace": "lanes-ws"}
