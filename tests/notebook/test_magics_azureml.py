@@ -12,7 +12,7 @@ from lanenb.jobs import list_jobs
 
 pytest.importorskip("azure.ai.ml", reason="the azureml extra (pip install 'lanenb[azureml]')")
 
-from azureml_replay import WORKSPACE, FakeCredential, ReplayAdapter, transport  # noqa: E402
+from azureml_replay import WORKSPACE, FakeCredential, ReplayAdapter, transport
 
 LINE = ("--backend azureml --dry-run --data azureml:tusimple:1 --compute gpu-cluster --nodes 2 -np 4 "
         f"--subscription {WORKSPACE['subscription_id']} --resource-group lanes-rg --workspace lanes-ws "
