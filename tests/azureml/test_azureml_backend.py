@@ -44,6 +44,9 @@ def test_gone_finished_and_failed_jobs(replayed):
         backend.cancel(_spec("lane-busy"), _handle("lane-busy"))
     failed = backend.status(_spec("lane-bad"), _handle("lane-bad"))
     assert failed.state.value == "failed" and failed.reason == "AzureML reports Failed: rank 1 exited with code 1"
+    described = backend.describe(_spec("lane-gone"), {**_handle("lane-gone"), "run_dir": "azureml://x"})
+    assert described["status"]["state"] == "lost" and described["workspace"] == WORKSPACE
+    assert described["run_dir"] == "azureml://x" and described["azureml_status"] is None
     http.assert_done()
 
 

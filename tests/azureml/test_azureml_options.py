@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from azureml_replay import WORKSPACE
@@ -143,3 +147,24 @@ def test_a_missing_part_says_where_it_can_come_from(tmp_path):
                           env={}, cwd=tmp_path)
     assert info.value.field == "azureml.resource_group"
     assert "--resource-group" in str(info.value) and "AZURE_RESOURCE_GROUP" in str(info.value)
+
+
+def test_choosing_and_checking_the_backend_never_loads_the_sdk(tmp_path):
+    """The SDK costs seconds to import (bench/azureml_overhead.py): only a call that talks to Azure
+    or builds the job may load it, never the registry, the spec, the flags or the checks."""
+    code = textwrap.dedent(f"""
+        import sys
+        from lanenb.contract.validate import validate
+        from lanenb.jobs import TrainSpec, get_backend
+        spec = TrainSpec(dataset="azureml:tusimple:1", backend="azureml", processes=4,
+                         azureml={{"compute": "gpu-cluster", "instance_count": 2, "workspace": "lanes-ws",
+                                   "subscription_id": "{WORKSPACE['subscription_id']}", "resource_group": "rg"}})
+        assert validate(spec) == [], validate(spec)
+        get_backend("azureml").validate(spec)
+        loaded = sorted(m for m in sys.modules if m.startswith("azure"))
+        assert not loaded, loaded
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
