@@ -11,7 +11,8 @@ only stand-in: a TokenCredential that hands out a fixed token, so no sign-in is 
 Recording file::
 
     {"source": "where the shapes come from",
-     "interactions": [{"request": {"method": "GET", "url": "https://...", "json": {...}},
+     "interactions": [{"request": {"method": "GET", "url": "https://...", "json": {...},
+                                   "headers": {"Range": "bytes=10-"}},
                        "response": {"status": 200, "headers": {...}, "json": {...} | "text": "..."}}]}
 
 ``{job}`` in URLs, bodies and responses is replaced by the job name a test chose.
@@ -100,6 +101,10 @@ class ReplayAdapter(BaseAdapter):
         want = expected["request"]
         if method != want["method"] or _split(url) != _split(want["url"]):
             return self._fail(f"expected {want['method']} {want['url']}, got {method} {url}")
+        for header, value in (want.get("headers") or {}).items():
+            if request.headers.get(header) != value:
+                return self._fail(f"{method} {url}: header {header}: {request.headers.get(header)!r}, "
+                                  f"recorded {value!r}")
         if "json" in want:
             body = request.body.decode() if isinstance(request.body, bytes) else request.body
             got = _without_git(json.loads(body or "null"))
@@ -121,7 +126,8 @@ class ReplayAdapter(BaseAdapter):
     def _response(request: requests.PreparedRequest, spec: dict[str, Any]) -> requests.Response:
         response = requests.Response()
         response.status_code = spec.get("status", 200)
-        response.reason = {200: "OK", 201: "Created", 202: "Accepted", 404: "Not Found"}.get(
+        response.reason = {200: "OK", 201: "Created", 202: "Accepted", 206: "Partial Content", 404: "Not Found",
+                           416: "Range Not Satisfiable"}.get(
             response.status_code, "Recorded")
         if "json" in spec:
             payload = json.dumps(spec["json"]).encode()

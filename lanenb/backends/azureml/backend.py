@@ -164,20 +164,30 @@ class AzureMLBackend(Backend):
         except Exception as exc:
             raise _explain(exc, f"reading the run history of AzureML job {name}") from exc
 
-    def _download(self, spec: TrainSpec, handle: dict[str, Any], url: str) -> str:
-        """One log file's text through the SDK's own retrying pipeline (as ``jobs.stream``)."""
-        from azure.ai.ml._utils.utils import create_requests_pipeline_with_retry, download_text_from_url
+    def _download(self, spec: TrainSpec, handle: dict[str, Any], url: str, offset: int) -> bytes:
+        """One log file from byte ``offset`` on, through the SDK's own retrying pipeline (as
+        ``jobs.stream``): a ``Range`` request; a 200 (the whole file) is cut here; 416 (nothing
+        after ``offset``) and 404 (not written yet) are no new bytes."""
+        from azure.ai.ml._utils.utils import create_requests_pipeline_with_retry
 
         client = self.client(self.workspace(spec, handle))
         pipeline = create_requests_pipeline_with_retry(requests_pipeline=client.jobs._requests_pipeline)
+        what = f"reading a log file of AzureML job {self._job_name(spec, handle)}"
         try:
-            return download_text_from_url(url, pipeline, timeout=(10, 60))
+            response = pipeline.get(url, headers={"Range": f"bytes={offset}-"} if offset else None,
+                                    connection_timeout=10, read_timeout=60)
+            response.read()
         except Exception as exc:
-            raise _explain(exc, f"reading a log file of AzureML job {self._job_name(spec, handle)}") from exc
+            raise _explain(exc, what) from exc
+        if response.status_code in (404, 416):
+            return b""
+        if response.status_code >= 400:
+            raise AzureMLError(f"{what}: the storage answered {response.status_code} {response.reason}")
+        return bytes(response.content) if response.status_code == 206 else bytes(response.content)[offset:]
 
     def read_log(self, spec: TrainSpec, handle: dict[str, Any], cursor: str | None, *,
                  max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
-        """The ranks' lines after ``cursor`` (lines delivered per rank), rank by rank.
+        """The ranks' lines after ``cursor`` (bytes delivered per rank), rank by rank.
 
         ``complete`` once AzureML reports a final state and every file has been read to its end;
         whether the job had ended is decided before the files are read, so a line written
@@ -190,15 +200,17 @@ class AzureMLBackend(Backend):
         out: list[tuple[LogLine, str]] = []
         more = False
         for rank, url in rank_files(getattr(details, "log_files", None)).items():
-            lines = new_lines(rank, self._download(spec, handle, url), done.get(rank, 0), final=final)
+            start = done.get(rank, 0)
+            lines, _used = new_lines(rank, self._download(spec, handle, url, start), final=final)
             if tail_lines is not None and cursor is None:
-                done[rank] = done.get(rank, 0) + max(0, len(lines) - tail_lines)
-                lines = lines[-tail_lines:] if tail_lines else []
-            for line in lines:
+                skipped = lines[:max(0, len(lines) - tail_lines)]
+                done[rank] = start + sum(size for _line, size in skipped)
+                lines = lines[len(skipped):]
+            for line, size in lines:
                 if len(out) >= max_lines:
                     more = True
                     break
-                done[rank] = done.get(rank, 0) + 1
+                done[rank] = done.get(rank, 0) + size
                 out.append((self._redacted(line, spec), encode_cursor(done)))
         return LogChunk(out, encode_cursor(done) if (out or done) else cursor, final and not more)
 

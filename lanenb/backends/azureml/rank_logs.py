@@ -2,10 +2,11 @@
 
 AzureML keeps each MPI process's stdout and stderr in the run's log files,
 ``user_logs/std_log_process_<rank>.txt`` (one rank's output, in order), and lists them with a
-read URL each in the run history's details (what ``ml_client.jobs.stream`` reads). A file is
-read whole each time, as the SDK's own stream does, and the lines already delivered are skipped:
-the cursor counts delivered lines per rank (``{"0": 120, "1": 118}``). A last line without its
-newline is held back until the job has ended, so a line is never cut in two across polls.
+read URL each in the run history's details (what ``ml_client.jobs.stream`` reads). The cursor
+is the byte offset after the last delivered line of each rank (``{"0": 10240, "1": 9988}``), so
+a poll asks only for what follows (an HTTP ``Range`` request; a server that ignores it sends the
+whole file and the known part is cut here). A last line without its newline is held back until
+the job has ended, so a line is never cut in two across polls.
 
 Lines go through ``lanenb_trainer.ranktag.read_tag`` like every other backend's, so a line that
 still carries Open MPI's ``[job,rank]<stdout>:`` tag keeps its own rank; ``@lanenb`` events are
@@ -41,7 +42,7 @@ def rank_files(log_files: Mapping[str, Any] | None) -> dict[int, str]:
 
 
 def decode_cursor(cursor: str | None) -> dict[int, int]:
-    """Lines already delivered per rank; None is the start.
+    """Bytes already delivered per rank; None is the start.
 
     Raises:
         SpecError: a cursor that is not one of these (e.g. another backend's).
@@ -54,23 +55,29 @@ def decode_cursor(cursor: str | None) -> dict[int, int]:
             raise ValueError(cursor)
         return {int(k): int(v) for k, v in data.items() if int(v) >= 0}
     except (TypeError, ValueError):
-        raise SpecError("cursor", cursor, "is not an AzureML log cursor ({\"rank\": lines, ...})") from None
+        raise SpecError("cursor", cursor, "is not an AzureML log cursor ({\"rank\": bytes, ...})") from None
 
 
 def encode_cursor(done: Mapping[int, int]) -> str:
     return json.dumps({str(k): v for k, v in sorted(done.items())}, separators=(",", ":"))
 
 
-def new_lines(rank: int, text: str, already: int, *, final: bool) -> list[LogLine]:
-    """The whole lines of one rank's file after the first ``already``; a trailing partial
-    line only when ``final`` (the job has ended, nothing more will be appended)."""
-    lines = text.split("\n")
-    tail = lines.pop()  # "" when the text ends with a newline
-    if final and tail:
-        lines.append(tail)
-    out = []
-    for raw in lines[already:]:
-        tagged_rank, stream, line = read_tag(raw.rstrip("\r"))
-        out.append(LogLine(rank if tagged_rank is None else tagged_rank, line, SOURCE,
-                           "stdout" if tagged_rank is None else stream))
-    return out
+def new_lines(rank: int, data: bytes, *, final: bool) -> tuple[list[tuple[LogLine, int]], int]:
+    """The whole lines of ``data`` (one rank's file from the cursor on), each with the bytes it
+    takes, and the bytes consumed; a trailing partial line only when ``final`` (the job has
+    ended: nothing more will be appended)."""
+    out: list[tuple[LogLine, int]] = []
+    used = 0
+    while used < len(data):
+        end = data.find(b"\n", used)
+        if end < 0:  # a line still being written
+            if not final:
+                break
+            raw, size = data[used:], len(data) - used
+        else:
+            raw, size = data[used:end], end + 1 - used
+        tagged_rank, stream, text = read_tag(raw.decode("utf-8", "replace").rstrip("\r"))
+        out.append((LogLine(rank if tagged_rank is None else tagged_rank, text, SOURCE,
+                            "stdout" if tagged_rank is None else stream), size))
+        used += size
+    return out, used
