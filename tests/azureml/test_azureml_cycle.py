@@ -3,9 +3,11 @@ down to the HTTP boundary (``azureml_replay.py``: every request checked against 
 
 from __future__ import annotations
 
+import pytest
 from azureml_replay import WORKSPACE
 
 from lanenb.analysis.runstate import RunState
+from lanenb.backends.azureml import AzureMLError
 from lanenb.contract.spec import TrainSpec
 from lanenb.jobs import get_job, submit
 from lanenb.registry.jobs import JobRegistry
@@ -59,3 +61,29 @@ def test_submit_stream_and_cancel_reach_the_job_api_and_the_reducer(replayed):
     # another kernel: the registry row alone finds the job (final: nothing is asked of Azure)
     again = get_job("lane-az-1", registry=registry)
     assert again.status().state.value == "cancelled"
+
+
+def test_a_refused_submit_names_azures_reason_and_records_the_job_failed(replayed):
+    opts, http = replayed("submit_refused.json")
+    registry = JobRegistry()
+    with pytest.raises(AzureMLError, match=r"creating AzureML job lane-az-1 in workspace lanes-ws .*: AzureML "
+                                           r"answered 400 UserError: Compute target gpu-cluster is not found"):
+        submit(_spec(), registry=registry, **opts)
+    http.assert_done()
+    job = get_job("lane-az-1", registry=registry)
+    assert job.status().state.value == "failed" and "Compute target gpu-cluster" in job.status().reason
+
+
+def test_no_azure_sign_in_says_how_to_sign_in(replayed):
+    from azure.core.exceptions import ClientAuthenticationError
+
+    class NoSignIn:
+        def get_token(self, *scopes, **kwargs):
+            raise ClientAuthenticationError("DefaultAzureCredential failed to retrieve a token")
+
+        get_token_info = get_token
+
+    opts, http = replayed()
+    with pytest.raises(AzureMLError, match=r"not signed in to Azure .*run 'az login'"):
+        submit(_spec(), registry=JobRegistry(), **{**opts, "credential": NoSignIn()})
+    assert http.sent == []  # nothing left this machine without a token

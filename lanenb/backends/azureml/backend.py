@@ -103,13 +103,15 @@ class AzureMLBackend(Backend):
         """Create the job (a local dataset folder or a Dockerfile build context is uploaded by
         the SDK first) and return once AzureML has accepted it. The handle keeps the workspace,
         so ``get_job`` in another kernel follows the same job."""
+        from azure.core.exceptions import AzureError
+
         target = str(run_dir) if run_dir else default_run_dir(spec)
         job = build_command(spec, target)  # every check before any request
         ref = resolve_workspace(spec.azureml)
         client = self.client(ref)
         try:
             created = client.jobs.create_or_update(job)
-        except Exception as exc:
+        except AzureError as exc:
             raise _explain(exc, f"creating AzureML job {spec.name} in workspace {ref}") from exc
         return {**ref.to_dict(), "name": created.name or spec.name, "run_dir": target,
                 "studio_url": getattr(created, "studio_url", None), "compute": spec.azureml.compute,
@@ -117,14 +119,14 @@ class AzureMLBackend(Backend):
 
     def _get(self, spec: TrainSpec, handle: dict[str, Any]) -> Any:
         """The SDK's ``Job``, or None when the workspace has no such job."""
-        from azure.core.exceptions import ResourceNotFoundError
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
 
         ref, name = self.workspace(spec, handle), self._job_name(spec, handle)
         try:
             return self.client(ref).jobs.get(name)
         except ResourceNotFoundError:
             return None
-        except Exception as exc:
+        except AzureError as exc:
             raise _explain(exc, f"reading AzureML job {name}") from exc
 
     def status(self, spec: TrainSpec, handle: dict[str, Any]) -> JobStatus:
@@ -154,14 +156,14 @@ class AzureMLBackend(Backend):
         """The run history's details of the job (status, log files with read URLs): what the
         SDK's ``jobs.stream`` reads. ``_runs_operations`` is not public SDK API; it is reached
         here only, so an SDK change is fixed in one place."""
-        from azure.core.exceptions import ResourceNotFoundError
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
 
         name = self._job_name(spec, handle)
         try:
             return self.client(self.workspace(spec, handle)).jobs._runs_operations.get_run_details(name)
         except ResourceNotFoundError:
             return None
-        except Exception as exc:
+        except AzureError as exc:
             raise _explain(exc, f"reading the run history of AzureML job {name}") from exc
 
     def _download(self, spec: TrainSpec, handle: dict[str, Any], url: str, offset: int) -> bytes:
@@ -169,6 +171,7 @@ class AzureMLBackend(Backend):
         ``jobs.stream``): a ``Range`` request; a 200 (the whole file) is cut here; 416 (nothing
         after ``offset``) and 404 (not written yet) are no new bytes."""
         from azure.ai.ml._utils.utils import create_requests_pipeline_with_retry
+        from azure.core.exceptions import AzureError
 
         client = self.client(self.workspace(spec, handle))
         pipeline = create_requests_pipeline_with_retry(requests_pipeline=client.jobs._requests_pipeline)
@@ -177,7 +180,7 @@ class AzureMLBackend(Backend):
             response = pipeline.get(url, headers={"Range": f"bytes={offset}-"} if offset else None,
                                     connection_timeout=10, read_timeout=60)
             response.read()
-        except Exception as exc:
+        except AzureError as exc:
             raise _explain(exc, what) from exc
         if response.status_code in (404, 416):
             return b""
@@ -240,13 +243,15 @@ class AzureMLBackend(Backend):
         a CPU cluster offers one rank per vCPU. Needs ``spec.azureml.compute``."""
         if spec is None or spec.azureml.compute is None:
             return super().capacity(spec)
+        from azure.core.exceptions import AzureError
+
         ref = resolve_workspace(spec.azureml)
         client = self.client(ref)
         name = spec.azureml.compute
         try:
             compute = client.compute.get(name)
             sizes = client.compute.list_sizes(location=compute.location, compute_type="AmlCompute")
-        except Exception as exc:
+        except AzureError as exc:
             raise _explain(exc, f"reading compute cluster {name}") from exc
         size = str(getattr(compute, "size", "") or "")
         nodes = int(getattr(compute, "max_instances", 0) or 0)
