@@ -24,12 +24,18 @@ def _handle(name: str) -> dict[str, str]:
 
 
 def test_capacity_is_the_clusters_nodes_times_the_gpus_of_its_vm_size(replayed):
-    opts, http = replayed("capacity.json")
+    opts, http = replayed("capacity_gpu.json", "capacity_cpu.json")
     backend = AzureMLBackend(**opts)
     assert backend.capacity(_spec()) == {"processes": 32, "gpus": 32, "gpus_per_process": 8}  # 4 x ND96amsr
     assert backend.capacity(_spec(compute="cpu-cluster")) == {"processes": 8, "gpus": 0, "gpus_per_process": 0}
     http.assert_done()
     assert backend.capacity(None) == {"processes": 1, "gpus": 0, "gpus_per_process": 0}  # no compute: no request
+
+
+def test_datasets_are_the_workspaces_folder_assets(replayed):
+    opts, http = replayed("data_assets.json")
+    assert AzureMLBackend(**opts).datasets(_spec()) == ["azureml:culane@latest", "azureml:tusimple@latest"]
+    http.assert_done()
 
 
 def test_gone_finished_and_failed_jobs(replayed):

@@ -36,15 +36,16 @@ def test_train_panel_bounds_come_from_the_compute_cluster(monkeypatch):
     from lanenb.contract.backends import _REGISTRY
     from lanenb.notebook.panel import TrainPanel
 
-    http = ReplayAdapter("capacity.json")
+    http = ReplayAdapter("capacity_gpu.json", "data_assets.json")
     monkeypatch.setitem(_REGISTRY, "azureml",
                         lambda **kw: AzureMLBackend(credential=FakeCredential(), transport=transport(http), **kw))
     panel = TrainPanel(backend="azureml", dataset="azureml:tusimple:1",
                        azureml={"compute": "gpu-cluster", "instance_count": 4, **WORKSPACE})
     assert (panel.processes.max, panel.gpus.max) == (32, 8)  # 4 nodes x ND96amsr_A100_v4 (8 GPUs)
+    assert panel.dataset.options == ("azureml:culane@latest", "azureml:tusimple@latest")
     assert panel.spec_fields()["dataset"] == "azureml:tusimple:1" and "volumes" not in panel.spec_fields()
     panel.processes.value = 8
     assert panel.problems == [] and not panel.launch.disabled, [str(p) for p in panel.problems]
     panel.processes.value = 6  # 6 ranks do not split over 4 nodes
     assert [p.field for p in panel.problems] == ["processes"] and panel.launch.disabled
-    assert http.sent and http.problems == []
+    http.assert_done()

@@ -266,6 +266,20 @@ class AzureMLBackend(Backend):
             return {"processes": nodes * vcpus, "gpus": 0, "gpus_per_process": 0}
         return {"processes": nodes * gpus, "gpus": nodes * gpus, "gpus_per_process": gpus}
 
+    def datasets(self, spec: TrainSpec | None = None) -> list[str]:
+        """The workspace's folder data assets, as ``--data`` takes them (``azureml:NAME@latest``);
+        file and table assets are left out (the trainer reads a TuSimple-layout folder)."""
+        if spec is None:
+            return []
+        from azure.core.exceptions import AzureError
+
+        ref = resolve_workspace(spec.azureml)
+        try:
+            assets = list(self.client(ref).data.list())
+        except AzureError as exc:
+            raise _explain(exc, f"listing the data assets of workspace {ref}") from exc
+        return sorted(f"azureml:{a.name}@latest" for a in assets if str(getattr(a, "type", "")) == "uri_folder")
+
     def describe(self, spec: TrainSpec, handle: dict[str, Any]) -> dict[str, Any]:
         job = self._get(spec, handle)
         ref = self.workspace(spec, handle)
