@@ -70,6 +70,15 @@ def test_following_the_logs_gives_each_ranks_lines_once_and_whole_to_the_end(rep
     http.assert_done()
 
 
+def test_a_tail_read_starts_at_the_last_lines_and_its_cursor_is_the_end(replayed):
+    """What %lanejobs and the sidebar's first look read (``Job.poll(tail_lines=N)``)."""
+    opts, http = replayed("tail_logs.json")
+    chunk = AzureMLBackend(**opts).read_log(_spec("lane-follow"), _handle("lane-follow"), None, tail_lines=2)
+    assert [line.text for line, _c in chunk.lines] == ["rank 0 line 4", "rank 0 line 5"]
+    assert chunk.complete and chunk.cursor == '{"0":70}' == chunk.lines[-1][1]  # 5 lines of 14 bytes
+    http.assert_done()
+
+
 @pytest.mark.parametrize(("raw", "state"), [
     ("NotStarted", "pending"), ("Queued", "pending"), ("Preparing", "pending"), ("Running", "running"),
     ("Finalizing", "running"), ("CancelRequested", "running"), ("Completed", "succeeded"), ("Failed", "failed"),
