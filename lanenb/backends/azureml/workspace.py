@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +54,10 @@ def require_sdk() -> None:
     Raises:
         AzureMLSdkMissingError: ``azure.ai.ml`` or ``azure.identity`` cannot be imported.
     """
+    # Building any job makes the SDK log "This is an experimental class" once for each of six
+    # schema classes it marks so (AutoDeleteSettingSchema, ...), none of which lanenb uses: six
+    # lines in every notebook's first %lanetrain cell. Only that logger is quietened.
+    logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
     try:
         for module in ("azure.ai.ml", "azure.identity"):
             importlib.import_module(module)
