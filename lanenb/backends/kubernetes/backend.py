@@ -83,6 +83,7 @@ class KubernetesBackend(Backend):
     """
 
     name = "kubernetes"
+    datasets_are_volumes = True  # PVCs: the launch form mounts the chosen one
 
     def __init__(self, *, context: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
                  in_cluster: bool | None = None, clients: Clients | None = None,
