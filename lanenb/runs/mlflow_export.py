@@ -123,7 +123,7 @@ def to_mlflow(run: Job | str, tracking_uri: str | None = None, experiment: str =
         raise UserError(f"experiment={experiment!r}: must be a non-empty name")
     record = run_record(job)
     client = _client(tracking_uri)
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
     from mlflow.exceptions import MlflowException
 
     try:
@@ -140,8 +140,8 @@ def to_mlflow(run: Job | str, tracking_uri: str | None = None, experiment: str =
         for chunk in _chunks(params, _MAX_PARAMS):
             client.log_batch(run_id, params=list(chunk))
         metrics = [Metric(m.key, m.value, m.timestamp, m.step) for m in record.metrics]
-        for chunk in _chunks(metrics, _MAX_METRICS):
-            client.log_batch(run_id, metrics=list(chunk))
+        for points in _chunks(metrics, _MAX_METRICS):
+            client.log_batch(run_id, metrics=list(points))
         if record.notes:
             client.set_tag(run_id, "lanenb.notes", "\n".join(record.notes)[:5000])
         for path, folder in record.artifacts:
