@@ -50,6 +50,7 @@ def test_a_sink_that_cannot_write_goes_quiet_and_the_events_go_on(tmp_path, caps
     log.add_listener(TensorBoardSink(blocked, 0, primary=True))
     log("step", epoch=0, step=1, loss=0.5)
     log("step", epoch=0, step=2, loss=0.4)
+    log.close()  # the sink's thread has seen both events
     out = capsys.readouterr()
     assert out.out.count("@lanenb") == 2
     assert out.err.count("TensorBoard files under") == 1, out.err
@@ -87,3 +88,22 @@ def test_no_tensorboard_writes_no_file(synth_root, tmp_path):
     assert code == 0, dump(lines)
     assert (run / "metrics.json").is_file()
     assert not tensorboard_dir(run).exists()
+
+
+@pytest.mark.slow
+def test_a_resumed_run_draws_each_step_once(synth_root, tmp_path):
+    """A crash mid-epoch resumes from the last epoch's checkpoint and replays some steps: the
+    resumed writer purges the crashed run's points from there, so the curve has no doubles."""
+    run = tmp_path / "run"
+    code, lines = run_ranks(1, train_args(synth_root, run, engine="ddp", epochs=2, use_val=False),
+                            extra_env={"LANENB_FAULT_RANK": "0", "LANENB_FAULT_STEP": "10"})
+    assert code != 0, dump(lines)
+    crashed = [e["step"] for e in events_of(lines, "step", rank=0)]
+    checkpoint = max(e["step"] for e in events_of(lines, "checkpoint", rank=0))
+    assert max(crashed) > checkpoint, (crashed, checkpoint)  # there are steps to replay
+
+    code, lines = run_ranks(1, train_args(synth_root, run, engine="ddp", epochs=2, use_val=False, resume=True))
+    assert code == 0, dump(lines)
+    resumed = [e["step"] for e in events_of(lines, "step", rank=0)]
+    drawn = [s for s, _ in scalars(tensorboard_dir(run) / TRAINING)["train/loss"]]
+    assert drawn == [s for s in crashed if s <= checkpoint] + resumed

@@ -13,8 +13,9 @@ Layout under ``<run dir>/tensorboard/`` (each folder is one TensorBoard "run"):
 - ``rank-<R>/`` (every rank): ``system/*`` (CPU %, RSS, GPU utilisation and memory; x = seconds
   since the rank started) and ``timing/*`` (where a step's time went; x = global step).
 
-Writing never slows a step: ``add_scalar`` builds one small protobuf and queues it, the file I/O
-happens on tensorboardX's writer thread (``bench/tensorboard_overhead.py`` measures it). A
+Writing does not slow a step: the emitting thread only queues the event; a thread of the sink
+turns it into scalars and tensorboardX's own writer thread does the file I/O
+(``bench/tensorboard_overhead.py`` measures what is left). A
 sink that cannot write (a read-only or full volume) reports once on stderr and goes quiet: the
 files are a convenience, never a reason for a run to fail.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import queue
 import sys
 import threading
 import time
@@ -45,6 +47,7 @@ _EPOCH = ("train_loss", "images_per_s", "duration_s", "lr")
 _VAL = ("accuracy", "fp", "fn", "loss", "latency_ms_p50", "latency_ms_p95")
 _TEST = ("accuracy", "fp", "fn")
 _TIMING_SKIP = ("step", "steps", "host", "device", "pause")
+_KINDS = frozenset({"start", "step", "epoch", "eval", "system", "timing", "end"})
 
 
 def tensorboard_dir(run_dir: str | Path) -> Path:
@@ -71,8 +74,8 @@ class TensorBoardSink:
         run_dir: the run directory (``--run-dir``).
         rank: this rank; rank 0 (``primary``) also writes the ``training/`` scalars.
         primary: whether this rank owns the run's training, validation and test figures.
-        writer_factory: builds a writer for a folder (default ``tensorboardX.SummaryWriter``);
-            the bench swaps in a counting one.
+        writer_factory: ``factory(folder, purge_step)`` builds a writer (default a
+            ``tensorboardX.SummaryWriter``).
     """
 
     def __init__(self, run_dir: str | Path, rank: int, *, primary: bool,
@@ -86,24 +89,40 @@ class TensorBoardSink:
         self._t0 = time.time()
         self._failed = False
         self._closed = False
+        self._purge_step: int | None = None
+        # tensorboardX's add_scalar costs ~20-100 µs (a protobuf, numpy checks, a queue put):
+        # the emitting thread only enqueues (~1 µs); this thread builds and queues the scalars
+        self._queue: queue.SimpleQueue[tuple[str, int, dict[str, Any], float] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
 
     # -- the EventLog listener -------------------------------------------------------------
     def __call__(self, kind: str, rank: int, fields: Mapping[str, Any]) -> None:
-        """Write the scalars of one event; never raises (see the module docstring)."""
+        """Hand one event to the writer thread; never raises (see the module docstring). A rank's
+        ``end`` event closes the files: what is queued reaches them before the rank exits."""
         if self._failed or self._closed:
             return
-        try:
-            with self._lock:
-                self._write(kind, rank, fields)
-            if kind == "end":  # a rank's last event: what is queued must reach the file now
-                self.close()
-        except Exception as exc:
-            self._failed = True
-            print(f"lanenb_trainer: rank {self.rank}: TensorBoard files under {tensorboard_dir(self.run_dir)} "
-                  f"stopped: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        if kind not in _KINDS:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lanenb-tensorboard", daemon=True)
+                self._thread.start()
+        self._queue.put((kind, rank, dict(fields), time.time()))
+        if kind == "end":
+            self.close()
 
-    def _write(self, kind: str, rank: int, f: Mapping[str, Any]) -> None:
-        wall = time.time()
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._failed:
+                continue
+            try:
+                self._write(*item)
+            except Exception as exc:
+                self._failed = True
+                print(f"lanenb_trainer: rank {self.rank}: TensorBoard files under {tensorboard_dir(self.run_dir)} "
+                      f"stopped: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
+    def _write(self, kind: str, rank: int, f: Mapping[str, Any], wall: float) -> None:
         if kind == "system":
             step = int(round(wall - self._t0))
             self._scalars(self._rank_writer(), "system", f, None, step, wall)
@@ -124,6 +143,12 @@ class TensorBoardSink:
                 prefix = "test_best" if f.get("model") == "best" else "test"
                 self._scalars(self._training(), prefix, f, _TEST, f.get("step"), wall)
         elif kind == "start":
+            resumed = f.get("resumed_from")
+            if isinstance(resumed, Mapping) and _number(resumed.get("step")) is not None:
+                # a resumed run replays the steps after its checkpoint (taken after step N; the
+                # next point is N + 1): TensorBoard drops the earlier files' points from N + 1 on,
+                # so each curve is drawn once
+                self._purge_step = int(resumed["step"]) + 1
             config = f.get("config")
             if isinstance(config, Mapping):
                 text = "```\n" + json.dumps(config, indent=2, sort_keys=True, default=str) + "\n```"
@@ -142,26 +167,31 @@ class TensorBoardSink:
                 writer.add_scalar(f"{prefix}/{name}", value, int(step_n), wall)
 
     # -- writers ---------------------------------------------------------------------------
-    def _writer(self, folder: Path) -> Any:
+    def _writer(self, folder: Path, purge_step: int | None = None) -> Any:
         key = str(folder)
         writer = self._writers.get(key)
         if writer is None:
-            writer = self._writers[key] = self._factory(folder)
+            writer = self._writers[key] = self._factory(folder, purge_step)
         return writer
 
     def _training(self) -> Any:
-        return self._writer(tensorboard_dir(self.run_dir) / TRAINING)
+        # x is the global step everywhere in training/, so a resumed run may purge there
+        return self._writer(tensorboard_dir(self.run_dir) / TRAINING, self._purge_step)
 
     def _rank_writer(self) -> Any:
         return self._writer(rank_dir(self.run_dir, self.rank))
 
-    def close(self) -> None:
+    def close(self, timeout: float = 60.0) -> None:
         """Write what is queued and close the files (idempotent; later events are dropped)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            writers, self._writers = list(self._writers.values()), {}
+            thread = self._thread
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(timeout)
+        writers, self._writers = list(self._writers.values()), {}
         for writer in writers:
             try:
                 writer.close()
@@ -169,11 +199,11 @@ class TensorBoardSink:
                 pass
 
 
-def _summary_writer(folder: Path) -> Any:
+def _summary_writer(folder: Path, purge_step: int | None = None) -> Any:
     from tensorboardX import SummaryWriter
 
     folder.mkdir(parents=True, exist_ok=True)
-    return SummaryWriter(logdir=str(folder), max_queue=_MAX_QUEUE, flush_secs=FLUSH_SECS)
+    return SummaryWriter(logdir=str(folder), max_queue=_MAX_QUEUE, flush_secs=FLUSH_SECS, purge_step=purge_step)
 
 
 def open_sink(run_dir: str | Path, rank: int, *, primary: bool) -> TensorBoardSink | None:
