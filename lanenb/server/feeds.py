@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from lanenb.analysis.chartdata import rank_table, run_rows, run_specs
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.runstate import RunState, fill_config
@@ -46,7 +47,8 @@ def update_dict(update: Update) -> dict[str, Any]:
     if update.status is not None:
         out["status"] = update.status.to_dict()
     if update.line is not None:
-        out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source}
+        out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source,
+                       "error": update.line.error}  # what the views highlight: one rule (LogLine.error)
         text: str | None = update.line.text
         if update.event is not None:
             out["event"] = update.event.to_dict()
@@ -135,11 +137,14 @@ class JobFeed:
     def view(self) -> dict[str, Any]:
         """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
         metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
-        plus the headline ``accuracy`` and the doctor's ``verdict`` (``Verdict.to_dict()``)."""
+        plus the headline ``accuracy``, the doctor's ``verdict`` (``Verdict.to_dict()``) and the
+        ``charts``: the panel specs and their rows, the same ones the notebook's view draws."""
         with self._lock:
             data = self.state.to_dict()
             data["accuracy"] = self.state.accuracy()
             data["verdict"] = diagnose(self.state).to_dict()
+            data["charts"] = {"specs": run_specs(self.state), "rows": run_rows(self.state)}
+            data["ranks"] = rank_table(self.state)
         data.pop("errors", None)  # tracebacks: the log shows them
         data["name"] = self.job.name
         return data
