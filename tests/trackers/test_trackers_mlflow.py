@@ -96,7 +96,7 @@ def test_a_running_job_is_refused(home, synth, tmp_path, store):
 
 
 def test_the_cli_and_the_magic_export_the_same_way(finished_job, store, capsys):
-    from IPython.testing.globalipapp import start_ipython
+    from ipshell import session_shell
 
     from lanenb.cli import main
 
@@ -109,8 +109,7 @@ def test_the_cli_and_the_magic_export_the_same_way(finished_job, store, capsys):
     assert "already in MLflow experiment 'cli'" in capsys.readouterr().err
 
     experiment(store, "magic")
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "lanenb")
+    ip = session_shell()
     ip.user_ns["job"] = finished_job
     ip.run_line_magic("lanemlflow", f"job --tracking-uri {uri} --experiment magic")
     assert f"{finished_job.name} -> MLflow run " in capsys.readouterr().out

@@ -32,13 +32,12 @@ def test_bad_input_is_named(registry, tmp_path, run, kwargs, error, words):
 
 
 def test_the_magic_and_the_cli_say_it_in_one_line(registry, capsys):
+    from ipshell import session_shell
     from IPython.core.error import UsageError
-    from IPython.testing.globalipapp import start_ipython
 
     from lanenb.cli import main
 
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "lanenb")
+    ip = session_shell()
     with pytest.raises(UsageError, match="no job named 'no-such-job'"):
         ip.run_line_magic("lanemlflow", "no-such-job --tracking-uri sqlite:///x.db")
     assert "%lanemlflow" in ip.magics_manager.magics["line"]["lanemlflow"].__doc__  # %lanemlflow? shows the flags
