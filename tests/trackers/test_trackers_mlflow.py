@@ -115,3 +115,22 @@ def test_the_cli_and_the_magic_export_the_same_way(finished_job, store, capsys):
     assert f"{finished_job.name} -> MLflow run " in capsys.readouterr().out
     runs = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("magic").experiment_id])
     assert [r.data.tags["lanenb.job"] for r in runs] == [finished_job.name]
+
+
+def test_without_events_jsonl_the_record_comes_from_the_jobs_log(finished_job):
+    """What a Kubernetes job whose run dir is not here goes through: rank 0's events read from
+    the job's log give the same series as its events.jsonl."""
+    from lanenb.runs import run_record
+
+    events = Path(finished_job.run_dir) / "events.jsonl"
+    from_file = run_record(finished_job)
+    hidden = events.with_name("events.jsonl.hidden")
+    events.rename(hidden)
+    try:
+        from_log = run_record(finished_job)
+    finally:
+        hidden.rename(events)
+    assert from_file.source == str(events) and "log" in from_log.source
+    series = [(m.key, m.step, m.value) for m in from_file.metrics]
+    assert series and [(m.key, m.step, m.value) for m in from_log.metrics] == series
+    assert from_log.params["world_size"] == "2"
