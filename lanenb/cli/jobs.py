@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lanenb.cli import describe
+from lanenb.commands.trackers import add_mlflow_arguments
 
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
@@ -52,6 +53,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("name")
     p.add_argument("--timeout", type=float, default=None, help="seconds (default: no limit)")
     p.set_defaults(func=_wait)
+
+    p = sub.add_parser("to-mlflow", help="log a finished job to MLflow: params, metric series, headline, "
+                                         "checkpoint (as %%lanemlflow)")
+    p.add_argument("name")
+    add_mlflow_arguments(p)
+    p.set_defaults(func=_to_mlflow)
+
+    p = sub.add_parser("tensorboard", help="print a job's TensorBoard log dir (tensorboard --logdir $(...))")
+    p.add_argument("name")
+    p.set_defaults(func=_tensorboard)
 
 
 LIST_LIMIT = 20  # %lanejobs' default: a list view shows the newest jobs, not a team's whole history
@@ -187,3 +198,31 @@ def _wait(args: argparse.Namespace) -> int:
         return 124
     print(f"{job.name}: {status}")
     return 0 if status.state.value == "succeeded" else 1
+
+
+def _to_mlflow(args: argparse.Namespace) -> int:
+    from lanenb.commands.trackers import run_mlflow
+    from lanenb.errors import UserError
+    from lanenb.runs import MlflowExportError
+
+    try:
+        print(run_mlflow(args, args.name))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MlflowExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _tensorboard(args: argparse.Namespace) -> int:
+    from lanenb.errors import UserError
+    from lanenb.runs import tensorboard_dir
+
+    try:
+        print(tensorboard_dir(args.name))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

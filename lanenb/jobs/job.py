@@ -24,6 +24,7 @@ from lanenb.jobs.updates import poll as _poll
 from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRecord, JobRegistry
 from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import Event, parse_line
+from lanenb_trainer.tensorboard_log import tensorboard_dir
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
 
@@ -87,6 +88,14 @@ class Job:
         """Where the ranks write checkpoints, events and ``metrics.json``; for a Kubernetes job
         a path inside the cluster (on its volume), not on this machine."""
         return self._record.run_dir
+
+    @property
+    def tensorboard_dir(self) -> str | None:
+        """The TensorBoard log dir, ``<run dir>/tensorboard`` (``%tensorboard --logdir
+        {job.tensorboard_dir}``); like ``run_dir``, a path inside the cluster for a Kubernetes
+        job. ``None`` for a job without a run dir (a dataset fetch)."""
+        run_dir = self._record.run_dir
+        return str(tensorboard_dir(run_dir)) if run_dir else None
 
     @property
     def handle(self) -> dict[str, Any]:

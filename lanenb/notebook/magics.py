@@ -1,5 +1,5 @@
 """IPython magics: ``%lanetrain``, ``%%lanetrain``, ``%lanejobs``, ``%lanelogs``, ``%lanestop``,
-``%laneshow``. Registered by ``%load_ext lanenb`` only (``import lanenb`` has no side effects).
+``%laneshow``, ``%lanemlflow``. Registered by ``%load_ext lanenb`` only (``import lanenb`` has no side effects).
 
 ``%lanetrain`` parses exactly the flags ``lanenb train`` parses (``lanenb.commands.arguments``),
 submits through the Job API, returns the ``Job`` at once and shows the live view below the
@@ -25,6 +25,7 @@ from lanenb.analysis.runstate import format_duration
 from lanenb.analysis.summary import job_summaries
 from lanenb.commands.arguments import add_job_arguments, add_run_arguments, check_run_flags, spec_from_args
 from lanenb.commands.launch import dry_run_text, metrics_text
+from lanenb.commands.trackers import add_mlflow_arguments, run_mlflow
 from lanenb.errors import UserError
 from lanenb.jobs import Job, get_job, list_jobs, submit
 from lanenb.tables import Table
@@ -48,6 +49,16 @@ def train_parser() -> MagicArgumentParser:
 
 
 _PARSER = train_parser()
+
+
+def mlflow_parser() -> MagicArgumentParser:
+    """``%lanemlflow``'s parser: a job, then the flags of ``lanenb jobs to-mlflow``."""
+    parser = MagicArgumentParser(prog="%lanemlflow", description="Log a finished job to MLflow.")
+    parser.add_argument("job", help="job name or a variable holding a Job")
+    return add_mlflow_arguments(parser)
+
+
+_MLFLOW_PARSER = mlflow_parser()
 
 
 def _rank_list(text: str) -> list[int]:
@@ -275,6 +286,15 @@ class LaneMagics(Magics):
         print(f"{job.name}: {status}")
 
     @line_magic
+    @_user_errors
+    def lanemlflow(self, line: str) -> None:
+        """Log a finished job to MLflow: %lanemlflow JOB [--tracking-uri URI] [--experiment NAME] [--again]
+        (params, metric series, the headline with its model, the checkpoint; lanenb.runs.to_mlflow)."""
+        args = _MLFLOW_PARSER.parse_args(arg_split(line, posix=True))
+        job = resolve_job(args.job, self._user_ns)
+        print(run_mlflow(args, job))
+
+    @line_magic
     @magic_arguments()
     @argument("job", help="job name or a variable holding a Job")
     @_user_errors
@@ -345,6 +365,7 @@ _SNAP_PARSER = snap_parser()
 LaneMagics.lanesnap.__doc__ = _SNAP_PARSER.format_help()
 LaneMagics.lanetrain.__doc__ = _PARSER.format_help()
 LaneMagics.lanescale.__doc__ = _SCALE_PARSER.format_help()
+LaneMagics.lanemlflow.__doc__ = _MLFLOW_PARSER.format_help()
 
 
 class JobTable:

@@ -32,11 +32,9 @@ def ip():
 
     Started before any test: widgets displayed without a shell would otherwise create a plain
     ``InteractiveShell`` singleton that the test shell cannot replace."""
-    from IPython.testing.globalipapp import start_ipython
+    from ipshell import session_shell
 
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "lanenb")
-    return shell
+    return session_shell()
 
 
 @pytest.fixture

@@ -68,6 +68,9 @@ class TrainConfig:
             compute, gradient exchange, optimizer) from every rank every N steps; 0 turns
             the measurement off.
         amp: mixed precision (GPU only).
+        tensorboard: TensorBoard event files under ``run_dir/tensorboard/`` (rank 0's training,
+            validation and test scalars; each rank's system and timing scalars); ``--no-tensorboard``
+            writes none.
         enable_snapshot, pvc_name: snapshot PVC ``pvc_name`` after a successful run (RUN:AI
             ``ENABLE_SNAPSHOT``, ``PVC_NAME``).
         collective_timeout: seconds before a hung collective fails the run.
@@ -104,6 +107,7 @@ class TrainConfig:
     system_interval: float = 2.0
     timing_every: int = 10  # 0 = no timing events
     amp: bool = True  # only takes effect on GPU
+    tensorboard: bool = True  # run_dir/tensorboard/ (lanenb_trainer.tensorboard_log)
     enable_snapshot: bool = False
     pvc_name: str | None = None
     collective_timeout: float = 600.0  # seconds before a hung collective fails the run

@@ -16,7 +16,7 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -128,13 +128,15 @@ def _shrink(fields: dict[str, Any]) -> dict[str, Any]:
 
 class EventLog:
     """The trainer's event writer: ``@lanenb`` lines to stdout; on rank 0 also appended to
-    ``events.jsonl`` in the run dir."""
+    ``events.jsonl`` in the run dir; and handed to each listener (:meth:`add_listener`, e.g.
+    the TensorBoard files), so a listener sees exactly what the watchers see."""
 
     def __init__(self, rank: int, path: Path | None = None) -> None:
         self.rank = rank
         self.path = path
         self._lock = threading.Lock()
         self._file = None
+        self._listeners: list[Callable[[str, int, Mapping[str, Any]], None]] = []
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             # held open for the log's lifetime (one append per event), closed by close()
@@ -150,6 +152,13 @@ class EventLog:
             if self._file is not None:
                 self._file.write(line[len(PREFIX):] + "\n")
                 self._file.flush()
+            for listener in self._listeners:  # each one catches its own errors (tensorboard_log.py)
+                listener(kind, self.rank if rank is None else rank, fields)
+
+    def add_listener(self, listener: Callable[[str, int, Mapping[str, Any]], None]) -> None:
+        """Call ``listener(kind, rank, fields)`` after each event is written; it must be quick
+        and must not raise: it runs on the emitting thread (the training loop's, the monitor's)."""
+        self._listeners.append(listener)
 
     def log(self, message: str, **fields: Any) -> None:
         self("log", message=message, **fields)
@@ -159,3 +168,8 @@ class EventLog:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            close = getattr(listener, "close", None)
+            if callable(close):
+                close()

@@ -25,6 +25,7 @@ from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import EventLog
 from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.recipe import lr_at, scnn_loss
+from lanenb_trainer.tensorboard_log import open_sink
 from lanenb_trainer.training import build
 from lanenb_trainer.training.batches import to_device
 from lanenb_trainer.training.evaluate import Evaluator
@@ -70,6 +71,10 @@ class Trainer:
         if self.primary:
             (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
         self.emit = EventLog(self.rank, self.run_dir / "events.jsonl" if self.primary else None)
+        if cfg.tensorboard:  # run_dir/tensorboard/: the same events as scalars (tensorboard_log.py)
+            sink = open_sink(self.run_dir, self.rank, primary=self.primary)
+            if sink is not None:
+                self.emit.add_listener(sink)
         # where each step's time goes, on every rank (``timing`` events, see training/timing.py)
         self.timer = make_step_timer(self.emit, every=cfg.timing_every, host=socket.gethostname(),
                                      device=engine.device)
