@@ -144,7 +144,13 @@ def run_png(panels: list[dict[str, Any]], rows: Mapping[str, list[dict[str, Any]
         title: written above the grid.
 
     Raises:
+        ValueError: no panel has rows yet.
         RuntimeError: the renderer failed (``lanenb.charts.specs.to_png``).
     """
-    filled = [specs.with_values(spec, rows) for spec in panels]
+    # panels with no rows yet are left out: there is nothing to see, and Vega cannot lay out an
+    # empty per-rank panel (its hover layer has no points: "SVG has an invalid size")
+    filled = [specs.with_values(spec, rows) for spec in panels
+              if any(rows.get(data["name"]) for data in specs.datasets(spec))]
+    if not filled:
+        raise ValueError("no chart has data yet")
     return specs.to_png(specs.concat(filled, columns=3, title=title or None))

@@ -21,7 +21,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["SCHEMA", "PANELS", "panel", "run_panels", "with_values", "concat", "to_png", "STEP_COLOURS"]
+__all__ = ["SCHEMA", "PANELS", "panel", "run_panels", "with_values", "datasets", "concat", "to_png", "STEP_COLOURS"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
@@ -219,23 +219,24 @@ def run_panels(gpu: bool, breakdown: bool) -> list[str]:
     return names + (["breakdown"] if breakdown else [])
 
 
-def _datasets(spec: Any) -> Iterable[dict[str, Any]]:
+def datasets(spec: Any) -> Iterable[dict[str, Any]]:
+    """Every ``{"name": ...}`` data entry of a spec, at any depth."""
     if isinstance(spec, dict):
         data = spec.get("data")
         if isinstance(data, dict) and "name" in data:
             yield data
         for value in spec.values():
-            yield from _datasets(value)
+            yield from datasets(value)
     elif isinstance(spec, list):
         for value in spec:
-            yield from _datasets(value)
+            yield from datasets(value)
 
 
 def with_values(spec: Mapping[str, Any], rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
     """A copy of ``spec`` whose named datasets hold ``rows[name]`` inline (empty when absent):
     what a static renderer needs."""
     out = copy.deepcopy(dict(spec))
-    for data in list(_datasets(out)):
+    for data in list(datasets(out)):
         data["values"] = list(rows.get(data.pop("name"), []))
     return out
 

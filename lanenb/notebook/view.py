@@ -320,7 +320,7 @@ class JobView(StaticFallback, widgets.VBox):
         try:
             self._png = run_png(specs, rows, title=title)
         except (RuntimeError, ValueError, OSError) as exc:
-            self.last_error = f"static chart image: {exc}"
+            self.last_error = f"no static chart image: {exc}"
 
     def static_png(self) -> bytes | None:
         return self._png
@@ -334,6 +334,8 @@ class JobView(StaticFallback, widgets.VBox):
         if self.state.timing:
             lines.append(str(verdict))
         lines += [f"[{'launcher' if e.rank is None else e.rank}] {e.text}" for e in tail]
+        if self.final and self._png is None and self.last_error:
+            lines.append(self.last_error)  # a reader of the saved notebook sees why the charts are missing
         return "\n".join(lines)
 
 

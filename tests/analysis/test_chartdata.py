@@ -38,7 +38,7 @@ def test_every_panel_is_valid_vega_lite_with_named_data_and_axis_titles(name):
 
     spec = specs.panel(name)
     vega = vl_convert.vegalite_to_vega(spec)  # raises on an invalid spec
-    assert {d["name"] for d in vega["data"]} >= {d["name"] for d in specs._datasets(spec)}
+    assert {d["name"] for d in vega["data"]} >= {d["name"] for d in specs.datasets(spec)}
     assert "values" not in str(spec)  # no data inside: the faces stream rows in
     assert spec["usermeta"]["lanenb"]["panel"] == name
 
@@ -101,3 +101,17 @@ def test_with_values_inlines_rows_and_the_static_image_is_drawn_by_vega():
 def test_the_static_renderer_names_a_bad_spec():
     with pytest.raises(ValueError, match="invalid Vega-Lite spec"):
         specs.to_png({"mark": "nonsense-mark", "data": {"values": []}})
+
+
+def test_the_static_image_leaves_out_panels_without_rows():
+    """Two steps and no system sample yet (a short cluster run): the image has the loss panels,
+    not an empty per-rank panel (which Vega cannot lay out)."""
+    state = RunState()
+    for i in (1, 2):
+        state.fold(Event("step", 0, float(i), data={"step": i, "loss": 1.5, "lr": 0.01, "images_per_s": 30.0}))
+    rows = chartdata.run_rows(state, chartdata.STATIC_LIMIT)
+    assert rows["cpu"] == [] and "cpu" in [s["usermeta"]["lanenb"]["panel"] for s in chartdata.run_specs(state)]
+    png = chartdata.run_png(chartdata.run_specs(state), rows)
+    assert png.startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="no chart has data yet"):
+        chartdata.run_png(chartdata.run_specs(RunState()), chartdata.run_rows(RunState()))
