@@ -6,6 +6,7 @@ A ``Job`` holds no live process objects: everything it needs is in the registry 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -21,7 +22,8 @@ from lanenb.errors import UserError
 from lanenb.home import default_run_dir
 from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.jobs.updates import poll as _poll
-from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRecord, JobRegistry
+from lanenb.registry.jobs import JOB_FILE, JobExistsError, JobNotFoundError, JobRecord, JobRegistry
+from lanenb_trainer.atomic import write_json
 from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import Event, parse_line
 
@@ -431,7 +433,18 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
                     started=time.time() if local else None,
                     run_dir=run_dir or (handle or {}).get("run_dir"))  # in-cluster path for remote jobs
     job._refresh()
+    if local and run_dir:
+        _keep_record(job._record)
     return job
+
+
+def _keep_record(record: JobRecord) -> None:
+    """A copy of a local job's registry row in its run dir (``job.json``): what ``lanenb jobs
+    repair`` rebuilds a damaged registry from. Best effort: the job runs whether or not it fits."""
+    try:
+        write_json(Path(record.run_dir or ".") / JOB_FILE, dataclasses.asdict(record))
+    except OSError:
+        pass
 
 
 def get_job(name: str, *, registry: JobRegistry | None = None) -> Job:

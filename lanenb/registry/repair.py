@@ -1,0 +1,147 @@
+"""``lanenb jobs repair``: set a damaged registry aside and rebuild it, losing nothing more.
+
+A registry file can be damaged (a disk filled up mid-write, a copy that was cut short, a
+stray write): SQLite then answers "file is not a database" or "database disk image is
+malformed" and ``JobRegistry`` raises ``RegistryDamagedError`` naming the file and this
+command. Repair never deletes: the damaged file (and its ``-wal``/``-shm``) is renamed
+``jobs.sqlite3.damaged-<time>``; a new registry gets every row SQLite can still read from it,
+then every local job found in ``runs/*/job.json`` (the row ``submit`` keeps in each run dir)
+that is still missing. A local job's state is then read again from its run dir (``exit.json``)
+the next time it is asked. Kubernetes jobs live only in the registry: the rows that cannot be
+read any more are reported as lost (their MPIJobs are still in the cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lanenb.home import lanenb_home
+from lanenb.registry.jobs import JOB_FILE, JobRegistry, RegistryDamagedError
+
+__all__ = ["RepairReport", "repair_registry"]
+
+_SCAN_GAP = 2000  # rowids tried past the last readable one when the table cannot be read whole
+
+
+@dataclass
+class RepairReport:
+    """What ``repair_registry`` did: ``damaged`` (False: the file was fine, nothing changed),
+    ``moved_to`` (the damaged file's new name), ``salvaged`` (rows read back from it),
+    ``rebuilt`` (jobs added from run dirs' ``job.json``), ``problem`` (what SQLite said)."""
+
+    path: Path
+    damaged: bool
+    problem: str | None = None
+    moved_to: Path | None = None
+    salvaged: list[str] = field(default_factory=list)
+    rebuilt: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """The report in words, as ``lanenb jobs repair`` prints it."""
+        if not self.damaged:
+            return f"{self.path}: no damage found (SQLite's integrity check passed); nothing changed"
+        return (f"{self.path} was damaged ({self.problem}); moved to {self.moved_to}\n"
+                f"rows read back from it: {len(self.salvaged)}\n"
+                f"local jobs rebuilt from run dirs (runs/*/{JOB_FILE}): {len(self.rebuilt)}\n"
+                f"the damaged file is kept; delete it once `lanenb jobs list --all` shows what you expect")
+
+
+def _check(path: Path) -> str | None:
+    """What is wrong with the file (None: SQLite's quick check passes)."""
+    try:
+        JobRegistry(path)
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            result = conn.execute("PRAGMA quick_check").fetchall()
+        finally:
+            conn.close()
+    except RegistryDamagedError as exc:
+        return exc.problem
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    problems = [r[0] for r in result if r[0] != "ok"]
+    return "; ".join(problems[:3]) if problems else None
+
+
+def _read_rows(path: Path, table: str) -> list[dict[str, Any]]:
+    """Every row of ``table`` SQLite can still read: the whole table, or row by row around bad pages."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.DatabaseError:
+        return []
+    conn.row_factory = sqlite3.Row
+    try:
+        try:
+            return [dict(r) for r in conn.execute(f"SELECT * FROM {table}").fetchall()]
+        except sqlite3.DatabaseError:
+            pass
+        rows, rowid, misses = [], 1, 0
+        while misses < _SCAN_GAP:
+            try:
+                row = conn.execute(f"SELECT * FROM {table} WHERE rowid=?", (rowid,)).fetchone()
+            except sqlite3.DatabaseError:
+                row = None
+            if row is None:
+                misses += 1
+            else:
+                rows.append(dict(row))
+                misses = 0
+            rowid += 1
+        return rows
+    except sqlite3.DatabaseError:
+        return []
+    finally:
+        conn.close()
+
+
+def repair_registry(path: Path | None = None, *, runs_dir: Path | None = None) -> RepairReport:
+    """Check the registry; if it is damaged, set it aside and rebuild it (see the module doc).
+
+    Args:
+        path: the registry file (default ``$LANENB_HOME/jobs.sqlite3``).
+        runs_dir: where run dirs are looked for (default ``runs/`` beside the registry).
+
+    Returns:
+        A ``RepairReport``; ``damaged`` False means the file passed the check and is unchanged.
+    """
+    path = Path(path) if path is not None else lanenb_home() / "jobs.sqlite3"
+    runs = Path(runs_dir) if runs_dir is not None else path.parent / "runs"
+    if not path.exists():
+        problem: str | None = "missing"
+    else:
+        problem = _check(path)
+        if problem is None:
+            return RepairReport(path, damaged=False)
+    report = RepairReport(path, damaged=True, problem=problem)
+    rows: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    if path.exists():
+        report.moved_to = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):  # together: the WAL may hold the newest rows
+            part = Path(f"{path}{suffix}")
+            if part.exists():
+                part.rename(f"{report.moved_to}{suffix}")
+        rows = _read_rows(report.moved_to, "jobs")
+        links = _read_rows(report.moved_to, "job_snapshots")
+    registry = JobRegistry(path)
+    good = [r for r in rows if isinstance(r.get("name"), str) and r.get("spec") and r.get("state")]
+    registry.import_records(good, links)
+    report.salvaged = sorted(r["name"] for r in good)
+    known = set(report.salvaged)
+    found = []
+    for job_file in sorted(runs.glob(f"*/{JOB_FILE}")):
+        try:
+            row = json.loads(job_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(row, dict) and isinstance(row.get("name"), str) and row["name"] not in known:
+            found.append(row)
+    if found:
+        registry.import_records(found)
+    report.rebuilt = sorted(r["name"] for r in found)
+    return report
