@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,13 +31,32 @@ from lanenb_trainer.events import Event, parse_line
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
 
 
+_WARNED_METRICS: set[tuple[str, float]] = set()  # (path, mtime) of unreadable metrics.json already reported
+
+
 def _read_metrics(run_dir: str | None) -> dict[str, Any] | None:
+    """The run's ``metrics.json``; None while it is missing, and None with one warning when it
+    is not JSON (half-written by a run killed mid-write, cut short by a full disk): nothing is
+    recorded from it, so the views show the figures of the log's ``eval`` events instead and a
+    repaired file is read on the next call."""
     if not run_dir:
         return None
     path = Path(run_dir) / "metrics.json"
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        text = path.read_text()
+        data = json.loads(text)
+    except OSError:
+        return None
+    except ValueError as exc:
+        try:
+            key = (str(path), path.stat().st_mtime)
+        except OSError:
+            return None
+        if key not in _WARNED_METRICS:
+            _WARNED_METRICS.add(key)
+            warnings.warn(f"{path} is not valid JSON ({exc}; {len(text)} bytes: half-written?): its figures are "
+                          f"ignored and the views show those of the job's log events; move the file aside "
+                          f"(or restore it from a snapshot) to silence this", RuntimeWarning, stacklevel=3)
         return None
     return data if isinstance(data, dict) else {"value": data}
 

@@ -34,7 +34,7 @@ import psutil
 from lanenb.backends.local.discovery import data_roots, find_datasets, local_gpu_count
 from lanenb.backends.local.logfile import follow_lines, read_chunk, tail_text
 from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME
-from lanenb.contract.backend import Backend, LogChunk, LogLine
+from lanenb.contract.backend import Backend, LogChunk, LogLine, RunDirGoneError
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.home import make_private_dir
 from lanenb.launch import procs, rankguard
@@ -244,6 +244,8 @@ class LocalBackend(Backend):
     def _lost_reason(self, handle: dict[str, Any]) -> str:
         """Why a job whose supervisor vanished without exit.json is lost, with what is known."""
         run = Path(handle["run_dir"])
+        if not run.is_dir():
+            return f"its run dir {run} was deleted (the supervisor could not record how the job ended)"
         reason = (f"the supervisor (pid {handle.get('pid')}) is gone without recording an exit status "
                   "(killed, out of memory or disk space, or the machine rebooted)")
         try:
@@ -331,6 +333,11 @@ class LocalBackend(Backend):
         """Seek to byte offset ``cursor`` in ``job.log`` and return the whole lines after it."""
         if not handle:
             return LogChunk([], cursor, False)
+        run = Path(handle["run_dir"])
+        if not run.is_dir():
+            raise RunDirGoneError(f"the run dir {run} of this job was deleted: its log, checkpoints and metrics "
+                                  f"are gone (other jobs are unaffected; `lanenb jobs prune` forgets this one once "
+                                  f"it has ended)")
         # decided before reading: once the output is closed nothing is appended any more
         closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
         return read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines, tail_lines=tail_lines)
