@@ -30,6 +30,11 @@ from lanenb_trainer.events import Event, parse_line
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
 
+# a registry row read this recently is used as it is by status() and metrics: a table of many
+# jobs reads each row once, not three times; every write is still checked against the row in
+# the registry (``JobRegistry.update`` never overwrites a final state)
+FRESH_S = 0.2
+
 
 _WARNED_METRICS: set[tuple[str, float]] = set()  # (path, mtime) of unreadable metrics.json already reported
 
@@ -73,6 +78,7 @@ class Job:
                  backend: Backend | None = None) -> None:
         self._registry = registry or JobRegistry()
         self._record = record
+        self._read_at = time.monotonic()  # when ``record`` was read from the registry
         self.name = record.name
         self._spec: TrainSpec | None = None
         self._backend = backend
@@ -124,7 +130,7 @@ class Job:
         which one is the run's figure and labels it ("best.pt, epoch 6", with the last model's
         beside it as ``other``): the figure every view shows. Files written before the trainer
         wrote ``headline`` get it computed by the same rule (none when they hold no figure)."""
-        self._refresh()
+        self._refresh(max_age=FRESH_S)
         if self._record.metrics is None:
             if not JobState(self._record.state).finished:
                 self.status()  # records the metrics if the job has just ended
@@ -138,8 +144,13 @@ class Job:
                 metrics = {**metrics, "headline": found.to_dict()}
         return metrics
 
-    def _refresh(self) -> None:
+    def _refresh(self, max_age: float = 0.0) -> None:
+        """Read the registry row again, unless it was read less than ``max_age`` seconds ago
+        (a list of jobs just read: its status and metrics need not read each row twice more)."""
+        if max_age > 0 and time.monotonic() - self._read_at < max_age:
+            return
         self._record = self._registry.get(self.name)
+        self._read_at = time.monotonic()
 
     # ---------------------------------------------------------------- API
     def status(self) -> JobStatus:
@@ -155,7 +166,7 @@ class Job:
         Raises:
             JobNotFoundError: the job was removed from the registry meanwhile.
         """
-        self._refresh()
+        self._refresh(max_age=FRESH_S)
         rec = self._record
         if JobState(rec.state).finished and rec.status:
             return JobStatus.from_dict(rec.status)

@@ -142,6 +142,7 @@ class JobFeed:
             data["verdict"] = diagnose(self.state).to_dict()
         data.pop("errors", None)  # tracebacks: the log shows them
         data["name"] = self.job.name
+        data["feed"] = {"reads": self.reads, "tick_s": self._tick_s}  # how often the log was read (bench/load.py)
         return data
 
     def updates(self, cursor: str | None, max_lines: int = MAX_LINES, *, tail: int | None = None) -> dict[str, Any]:

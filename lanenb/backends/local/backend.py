@@ -53,6 +53,9 @@ __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
 # and never garbage-collected while running.
 _SPAWNED: dict[int, subprocess.Popen] = {}
 
+RANKS_TTL_S = 1.0  # how long a scan of a job's rank processes answers status() calls
+_RANKS_CACHE: dict[tuple[int, float], tuple[float, dict[str, str]]] = {}
+
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
@@ -286,7 +289,23 @@ class LocalBackend(Backend):
                          message=message)
 
     def _rank_states(self, sup: psutil.Process) -> dict[str, str]:
-        """Rank processes are the launcher's descendants that run the rank program."""
+        """Rank processes are the launcher's descendants that run the rank program; one scan
+        of the machine's processes per supervisor per ``RANKS_TTL_S`` (a list of running jobs
+        and every view of them ask at once)."""
+        try:
+            key = (sup.pid, sup.create_time())
+        except psutil.Error:
+            return {}
+        cached = _RANKS_CACHE.get(key)
+        if cached is not None and time.monotonic() - cached[0] < RANKS_TTL_S:
+            return dict(cached[1])
+        ranks = self._scan_ranks(sup)
+        for old in [k for k, (t, _) in _RANKS_CACHE.items() if time.monotonic() - t >= RANKS_TTL_S]:
+            _RANKS_CACHE.pop(old, None)
+        _RANKS_CACHE[key] = (time.monotonic(), ranks)
+        return dict(ranks)
+
+    def _scan_ranks(self, sup: psutil.Process) -> dict[str, str]:
         ranks: dict[str, str] = {}
         try:
             children = sup.children(recursive=True)
@@ -335,6 +354,8 @@ class LocalBackend(Backend):
             return LogChunk([], cursor, False)
         run = Path(handle["run_dir"])
         if not run.is_dir():
+            if self._supervisor(handle) is None:  # over: a finished job's list row stays as recorded
+                return LogChunk([], cursor, True)
             raise RunDirGoneError(f"the run dir {run} of this job was deleted: its log, checkpoints and metrics "
                                   f"are gone (other jobs are unaffected; `lanenb jobs prune` forgets this one once "
                                   f"it has ended)")
