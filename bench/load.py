@@ -224,7 +224,7 @@ def jupyter_server(root: Path) -> Iterator[tuple[str, str]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter_server", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
          f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False", f"--ServerApp.root_dir={root}",
-         "--ServerApp.jpserver_extensions={'lanenb': True}"],
+         "--ServerApp.jpserver_extensions={'lanenb': True}", "--allow-root"],
         stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "wb"), env=os.environ.copy())  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
     try:

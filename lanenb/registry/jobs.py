@@ -84,6 +84,9 @@ CREATE INDEX IF NOT EXISTS job_snapshots_job ON job_snapshots(job);
 REPAIR_COMMAND = "lanenb jobs repair"
 SQLITE_HEADER = b"SQLite format 3\x00"
 _WARNED_NETWORK: set[str] = set()  # registries this process has already warned about
+# files this process has opened and set up (schema, journal mode): a JobRegistry() made for
+# every request of a server then costs one stat, not a schema check and a /proc/mounts read
+_READY: dict[tuple[str, int, int, str | None], tuple[Mount | None, str]] = {}
 
 
 class JobExistsError(UserError, ValueError):
@@ -194,12 +197,20 @@ class JobRegistry:
     def __init__(self, path: str | Path | None = None, *, mounts_text: str | None = None) -> None:
         self.path = Path(path) if path is not None else lanenb_home() / "jobs.sqlite3"
         make_private_dir(self.path.parent)
+        self.last_archive: Path | None = None  # where the last prune() wrote its rows
+        try:
+            st = self.path.stat()
+            ready = _READY.get((str(self.path), st.st_dev, st.st_ino, mounts_text))
+        except OSError:
+            ready = None
+        if ready is not None and st.st_size > 0:  # this process has opened this very file before
+            self.mount, self.journal_mode = ready
+            return
         if not self.path.exists():  # sqlite would create it 0644 (and its -wal/-shm files alike)
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         else:
             self._check_header()
-        self.last_archive: Path | None = None  # where the last prune() wrote its rows
-        self.mount: Mount | None = mount_of(self.path, mounts_text)
+        self.mount = mount_of(self.path, mounts_text)
         self.journal_mode = "delete" if is_network_fs(self.mount) else "wal"
         if self.journal_mode != "wal":
             self._warn_network()
@@ -220,6 +231,8 @@ class JobRegistry:
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        st = self.path.stat()
+        _READY[(str(self.path), st.st_dev, st.st_ino, mounts_text)] = (self.mount, self.journal_mode)
 
     def _check_header(self) -> None:
         try:

@@ -94,6 +94,7 @@ class JobFeed:
         self._next = 0   # sequence number of the next update
         self._after: collections.OrderedDict[str, int] = collections.OrderedDict()  # cursor -> next seq
         self._lock = threading.RLock()
+        self._view: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ reading
     def refresh(self) -> None:
@@ -135,13 +136,18 @@ class JobFeed:
     def view(self) -> dict[str, Any]:
         """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
         metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
-        plus the headline ``accuracy`` and the doctor's ``verdict`` (``Verdict.to_dict()``)."""
+        plus the headline ``accuracy`` and the doctor's ``verdict`` (``Verdict.to_dict()``).
+        Built once per change of the state, however many tabs ask for the charts."""
         with self._lock:
-            data = self.state.to_dict()
-            data["accuracy"] = self.state.accuracy()
-            data["verdict"] = diagnose(self.state).to_dict()
-        data.pop("errors", None)  # tracebacks: the log shows them
-        data["name"] = self.job.name
+            key = (self.reads, self.state.events_seen, self.state.state, len(self.state.logs))
+            if self._view is None or self._view[0] != key:
+                data = self.state.to_dict()
+                data["accuracy"] = self.state.accuracy()
+                data["verdict"] = diagnose(self.state).to_dict()
+                data.pop("errors", None)  # tracebacks: the log shows them
+                data["name"] = self.job.name
+                self._view = (key, data)
+            data = dict(self._view[1])  # the cached dict's keys stay as built
         data["feed"] = {"reads": self.reads, "tick_s": self._tick_s}  # how often the log was read (bench/load.py)
         return data
 
@@ -207,24 +213,37 @@ class Feeds:
             raise UserError(f"size={size!r}: must be an integer >= 1")
         self._size = size
         self._options = feed_options
+        self._clock: Callable[[], float] = feed_options.get("clock", time.monotonic)
+        self._recheck_s = float(feed_options.get("tick_s", TICK_S))
+        self._names: dict[str, tuple[str, float]] = {}  # name -> (feed key, when it was read)
         self._items: collections.OrderedDict[str, JobFeed] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, name: str) -> JobFeed:
-        """The feed of job ``name``, made on first use.
+        """The feed of job ``name``, made on first use. Which job holds the name is read from
+        the registry at most once per ``tick_s`` (a name reused by a new job gets a new feed
+        within a tick), not on every request of every tab.
 
         Raises:
             JobNotFoundError: no job is called ``name``.
         """
+        with self._lock:
+            known = self._names.get(name)
+            if known is not None and self._clock() - known[1] < self._recheck_s and known[0] in self._items:
+                self._items.move_to_end(known[0])
+                return self._items[known[0]]
         job = get_job(name)
         key = f"{name}@{job.created}"
         with self._lock:
+            self._names[name] = (key, self._clock())
             feed = self._items.get(key)
             if feed is None:
                 feed = self._items[key] = JobFeed(job, **self._options)
             self._items.move_to_end(key)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
+            for stale in [n for n, (k, _) in self._names.items() if k not in self._items]:
+                del self._names[stale]
             return feed
 
     def __len__(self) -> int:
