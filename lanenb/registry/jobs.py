@@ -28,6 +28,7 @@ import builtins
 import json
 import os
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator
@@ -172,6 +173,24 @@ def _recorded_run_dirs(runs: Path) -> bool:
         return False
 
 
+_THREAD = threading.local()
+
+
+def _local_connections() -> dict[str, Any]:
+    """This thread's kept registry connections, by file path."""
+    kept = getattr(_THREAD, "connections", None)
+    if kept is None:
+        kept = _THREAD.connections = {}
+    return kept
+
+
+def _close_quietly(conn: sqlite3.Connection) -> None:
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
+
+
 def _row_to_record(row: sqlite3.Row) -> JobRecord:
     return JobRecord(
         name=row["name"], backend=row["backend"], spec=json.loads(row["spec"]),
@@ -205,6 +224,7 @@ class JobRegistry:
             ready = None
         if ready is not None and st.st_size > 0:  # this process has opened this very file before
             self.mount, self.journal_mode = ready
+            self._owner_only()
             return
         if not self.path.exists():  # sqlite would create it 0644 (and its -wal/-shm files alike)
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -214,12 +234,7 @@ class JobRegistry:
         self.journal_mode = "delete" if is_network_fs(self.mount) else "wal"
         if self.journal_mode != "wal":
             self._warn_network()
-        for part in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
-            try:  # a registry written by an older lanenb (0644): make it owner-only too
-                if part.stat().st_uid == os.getuid() and part.stat().st_mode & 0o077:
-                    os.chmod(part, 0o600)
-            except OSError:  # absent (-wal/-shm), or not ours to change
-                pass
+        self._owner_only()
         with self._connect() as conn:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != self.journal_mode:
                 _retry_locked(lambda: conn.execute(f"PRAGMA journal_mode={self.journal_mode.upper()}"))
@@ -233,6 +248,14 @@ class JobRegistry:
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         st = self.path.stat()
         _READY[(str(self.path), st.st_dev, st.st_ino, mounts_text)] = (self.mount, self.journal_mode)
+
+    def _owner_only(self) -> None:
+        for part in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            try:  # a registry written by an older lanenb (0644): make it owner-only too
+                if part.stat().st_uid == os.getuid() and part.stat().st_mode & 0o077:
+                    os.chmod(part, 0o600)
+            except OSError:  # absent (-wal/-shm), or not ours to change
+                pass
 
     def _check_header(self) -> None:
         try:
@@ -262,24 +285,61 @@ class JobRegistry:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection to the file: this thread's kept one when it is free and still opens
+        this very file (same inode: a repaired registry is a new file), else a new one. Kept
+        connections spare a server the open and the WAL checkpoint-on-last-close of every call."""
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        except sqlite3.DatabaseError as exc:
-            problem = _damage(exc)
-            if problem is not None:
-                raise RegistryDamagedError(self.path, problem) from exc
-            raise
+            st = os.stat(self.path)
+            ident = (str(self.path), os.getpid(), st.st_dev, st.st_ino)
+        except OSError:
+            ident = None
+        kept: dict[str, tuple[tuple[Any, ...], sqlite3.Connection, list[int]]] = _local_connections()
+        entry = kept.get(str(self.path))
+        if entry is not None and (entry[0] != ident or ident is None):
+            if not entry[2][0]:
+                _close_quietly(entry[1])
+            kept.pop(str(self.path), None)
+            entry = None
+        if entry is None or entry[2][0]:
+            conn = self._open()
+            if entry is None and ident is not None:
+                entry = kept[str(self.path)] = (ident, conn, [0])
+            else:  # the kept one is in use further up this thread's stack: a short-lived one
+                try:
+                    yield conn
+                except sqlite3.DatabaseError as exc:
+                    self._raise_damage(exc)
+                    raise
+                finally:
+                    conn.close()
+                return
+        conn, busy = entry[1], entry[2]
+        busy[0] += 1
         try:
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             yield conn
         except sqlite3.DatabaseError as exc:
-            problem = _damage(exc)
-            if problem is not None:
-                raise RegistryDamagedError(self.path, problem) from exc
+            kept.pop(str(self.path), None)
+            _close_quietly(conn)
+            self._raise_damage(exc)
             raise
         finally:
-            conn.close()
+            busy[0] -= 1
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        except sqlite3.DatabaseError as exc:
+            self._raise_damage(exc)
+            raise
+        return conn
+
+    def _raise_damage(self, exc: sqlite3.DatabaseError) -> None:
+        problem = _damage(exc)
+        if problem is not None:
+            raise RegistryDamagedError(self.path, problem) from exc
 
     @staticmethod
     @contextmanager

@@ -12,12 +12,15 @@ executor, never on the server's event loop.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from lanenb.analysis.runstate import tail_state
 from lanenb.analysis.summary import job_summaries, job_summary
 from lanenb.errors import UserError
+from lanenb.home import lanenb_home
 from lanenb.jobs import get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
@@ -27,6 +30,9 @@ __all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", 
 _TAIL_LINES = 400         # log lines read per job for the jobs list (``tail_state``)
 
 FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by every client
+LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sidebars ask
+_LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
+_LIST_LOCK = threading.Lock()
 
 
 class ConfirmationError(UserError, ValueError):
@@ -45,8 +51,16 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
     ``error`` instead of hiding the others."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UserError(f"limit={limit!r}: must be an integer >= 1")
-    jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
-    return job_summaries(jobs, _tail_state)
+    with _LIST_LOCK:  # every tab's sidebar asks every few seconds: one reading per LIST_TTL_S for all
+        key = (str(lanenb_home()), limit)
+        cached = _LIST_CACHE.get(key)
+        if cached is not None and time.monotonic() - cached[0] < LIST_TTL_S:
+            return cached[1]
+        jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
+        rows = job_summaries(jobs, _tail_state)
+        _LIST_CACHE.clear()
+        _LIST_CACHE[key] = (time.monotonic(), rows)
+        return rows
 
 
 def job_detail(name: str) -> dict[str, Any]:
@@ -76,7 +90,10 @@ def stop_job(name: str, confirm: Any) -> dict[str, Any]:
     job = get_job(name)
     if confirm != name:
         raise ConfirmationError(f"confirm={confirm!r}: repeat the job's name ({name!r}) to stop it")
-    return {"name": name, "status": job.cancel().to_dict()}
+    status = job.cancel().to_dict()
+    with _LIST_LOCK:
+        _LIST_CACHE.clear()  # the next list shows the stop at once
+    return {"name": name, "status": status}
 
 
 def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES, *,
