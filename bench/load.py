@@ -334,6 +334,7 @@ def measure_watchers(args: argparse.Namespace, home: Path) -> None:
         reads = {n: _get(url, token, f"/lanenb/jobs/{n}/metrics")["feed"]["reads"] - reads0[n] for n in names}
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+    cpu = server_cpu(names)
     for w in writers:
         w.stop.set()
     from lanenb.server.feeds import TICK_S
@@ -348,8 +349,32 @@ def measure_watchers(args: argparse.Namespace, home: Path) -> None:
           f"[{'ok' if own and percentile(own, 0.95) < 100 else 'OVER'}]")
     print(f"log reads per job per {TICK_S:g} s tick: max {per_tick:.2f} (whatever the number of clients)   goal <= 1  "
           f"[{'ok' if per_tick <= 1.05 else 'OVER'}]")
+    print("server CPU per request, in this process, one thread (what each costs without waiting for a core): "
+          + ", ".join(f"{k} {v:.1f} ms" for k, v in cpu.items()))
     print(f"kernel cell on the same machine: {_ms(cells)}   goal p95 < 100 ms  "
           f"[{'ok' if percentile(cells, 0.95) < 100 else 'OVER'}]")
+
+
+def server_cpu(names: list[str], rounds: int = 20) -> dict[str, float]:
+    """CPU milliseconds of each route's function (``lanenb.server.api``), run here in one thread."""
+    from lanenb.server import api
+
+    cursors = {n: api.job_updates(n, None, tail=200)["cursor"] for n in names}
+    spent = {"updates": 0.0, "metrics (charts)": 0.0, "jobs list (50, uncached)": 0.0}
+    for _ in range(rounds):
+        time.sleep(0.5)  # a tick: new lines to read
+        for n in names:
+            t = time.process_time()
+            cursors[n] = api.job_updates(n, cursors[n])["cursor"]
+            spent["updates"] += time.process_time() - t
+            t = time.process_time()
+            api.job_metrics(n)
+            spent["metrics (charts)"] += time.process_time() - t
+        api._LIST_CACHE.clear()
+        t = time.process_time()
+        api.list_job_summaries(50)
+        spent["jobs list (50, uncached)"] += time.process_time() - t
+    return {k: v * 1000 / (rounds * (1 if "list" in k else len(names))) for k, v in spent.items()}
 
 
 def _submitter(args: tuple[str, int, int, str]) -> dict[str, Any]:

@@ -174,6 +174,7 @@ def _recorded_run_dirs(runs: Path) -> bool:
 
 
 _THREAD = threading.local()
+_INHERITED: list[sqlite3.Connection] = []  # connections a forked child got from its parent: never closed
 
 
 def _local_connections() -> dict[str, Any]:
@@ -296,7 +297,11 @@ class JobRegistry:
         kept: dict[str, tuple[tuple[Any, ...], sqlite3.Connection, list[int]]] = _local_connections()
         entry = kept.get(str(self.path))
         if entry is not None and (entry[0] != ident or ident is None):
-            if not entry[2][0]:
+            if entry[0][1] != os.getpid():
+                # inherited through fork: closing it here could checkpoint or unlock the parent's
+                # file, so it is only set aside (SQLite: never use a connection across fork)
+                _INHERITED.append(entry[1])
+            elif not entry[2][0]:
                 _close_quietly(entry[1])
             kept.pop(str(self.path), None)
             entry = None
@@ -324,6 +329,13 @@ class JobRegistry:
             raise
         finally:
             busy[0] -= 1
+
+    def close(self) -> None:
+        """Close this thread's kept connection to the file (reopened by the next call): before
+        the file is moved, copied or replaced by hand."""
+        entry = _local_connections().pop(str(self.path), None)
+        if entry is not None:
+            _close_quietly(entry[1])
 
     def _open(self) -> sqlite3.Connection:
         try:
