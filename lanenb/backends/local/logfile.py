@@ -98,6 +98,13 @@ def follow_lines(log_path: Path, exit_path: Path, *, follow: bool, worker: int |
                 yield line
 
 
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count} bytes"
+
+
 def _digest_after(digest_path: Path, offset: int, max_lines: int) -> list[tuple[LogLine, str]]:
     """The digest's lines whose ``job.log`` offset is past ``offset`` (at most ``max_lines``)."""
     try:
@@ -127,13 +134,13 @@ def _summarised(log_path: Path, offset: int, size: int, max_lines: int, skip_byt
     lines = _digest_after(digest, offset, max_lines)
     if lines:
         return LogChunk(lines, lines[-1][1], False)
-    with open(log_path, "rb") as fh:  # the tail, from the start of a line
-        fh.seek(max(offset, size - TAIL_BYTES))
+    with open(log_path, "rb") as fh:  # the tail (shorter than skip_bytes: read on, never summarised again)
+        fh.seek(max(offset, size - min(TAIL_BYTES, skip_bytes // 2)))
         fh.readline()
         start = fh.tell()
-    note = LogLine(None, f"[lanenb] {(start - offset) / 2**20:,.0f} MiB of job.log summarised from {DIGEST_NAME} "
-                         f"(its events and a sample of steps); reading on from the last "
-                         f"{(size - start) / 2**20:,.1f} MiB", "supervisor", "supervisor")
+    note = LogLine(None, f"[lanenb] {_size(start - offset)} of job.log summarised from {DIGEST_NAME} "
+                         f"(its events and a sample of steps); reading on from the last {_size(size - start)}",
+                   "supervisor", "supervisor")
     return LogChunk([(note, str(start))], str(start), False)
 
 
