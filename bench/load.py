@@ -523,10 +523,21 @@ def measure_damage(args: argparse.Namespace, home: Path) -> None:
 
         _keep_record(JobRegistry().get(name))
     path = home / "jobs.sqlite3"
+
+    def settle() -> None:
+        """What another process finds once every kernel is gone: the WAL checkpointed into the
+        file, no connection of this process open on it."""
+        registry = JobRegistry()
+        with registry._connect() as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        registry.close()
+
+    settle()
     healthy = path.read_bytes()
     for label, damage in (("garbage over the header", lambda b: b"\x00garbage" * 64 + b[512:]),
                           ("truncated to half", lambda b: b[: len(b) // 2]),
                           ("pages overwritten", lambda b: b[:4096] + os.urandom(8192) + b[12288:])):
+        JobRegistry().close()
         for stale in home.glob("jobs.sqlite3*"):
             stale.unlink()
         path.write_bytes(damage(healthy))
@@ -536,6 +547,7 @@ def measure_damage(args: argparse.Namespace, home: Path) -> None:
         except RegistryDamagedError as exc:
             message = str(exc)
         report = repair_registry()
+        settle()
         print(f"- {label}: {message[:160]}...")
         print(f"  repair: salvaged {len(report.salvaged)} rows, rebuilt {len(report.rebuilt)} from run dirs; "
               f"registry lists {JobRegistry().count()} jobs")

@@ -6,7 +6,8 @@ malformed" and ``JobRegistry`` raises ``RegistryDamagedError`` naming the file a
 command. Repair never deletes: the damaged file (and its ``-wal``/``-shm``) is renamed
 ``jobs.sqlite3.damaged-<time>``; a new registry gets every row SQLite can still read from it,
 then every local job found in ``runs/*/job.json`` (the row ``submit`` keeps in each run dir)
-that is still missing. A local job's state is then read again from its run dir (``exit.json``)
+that is still missing (rows are read back with the ``sqlite3`` shell's ``.recover`` where it is
+installed, Debian's ``sqlite3`` package, else with plain queries). A local job's state is then read again from its run dir (``exit.json``)
 the next time it is asked. Kubernetes jobs live only in the registry: the rows that cannot be
 read any more are reported as lost (their MPIJobs are still in the cluster).
 """
@@ -14,7 +15,9 @@ read any more are reported as lost (their MPIJobs are still in the cluster).
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,8 +71,34 @@ def _check(path: Path) -> str | None:
     return "; ".join(problems[:3]) if problems else None
 
 
+def _recovered(path: Path) -> sqlite3.Connection | None:
+    """The damaged file as the ``sqlite3`` shell's ``.recover`` rebuilds it (every row it can
+    find in the file's pages, orphaned ones included) in memory; None without that shell."""
+    shell = shutil.which("sqlite3")
+    if shell is None:
+        return None
+    try:
+        done = subprocess.run([shell, str(path), ".recover"], capture_output=True, text=True, timeout=120,
+                              check=False)
+        conn = sqlite3.connect(":memory:")
+        conn.executescript(done.stdout)
+    except (OSError, subprocess.SubprocessError, sqlite3.Error):
+        return None
+    return conn
+
+
 def _read_rows(path: Path, table: str) -> list[dict[str, Any]]:
-    """Every row of ``table`` SQLite can still read: the whole table, or row by row around bad pages."""
+    """Every row of ``table`` SQLite can still read: what ``.recover`` found (with the
+    ``sqlite3`` shell), else the whole table, else row by row around the bad pages."""
+    recovered = _recovered(path)
+    if recovered is not None:
+        recovered.row_factory = sqlite3.Row
+        try:
+            return [dict(r) for r in recovered.execute(f"SELECT * FROM {table}").fetchall()]
+        except sqlite3.Error:
+            pass
+        finally:
+            recovered.close()
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.DatabaseError:
