@@ -293,7 +293,7 @@ def measure_watchers(args: argparse.Namespace, home: Path) -> None:
             while not stop.is_set():
                 for name in followed:
                     cursor = cursors[name]
-                    query = f"?tail=200&state=1" if cursor is None else f"?cursor={urllib.request.quote(cursor)}"
+                    query = "?tail=200&state=1" if cursor is None else f"?cursor={urllib.request.quote(cursor)}"
                     if cursor is not None and time.monotonic() - charted > 2.0:
                         query += "&state=1"
                     t = time.perf_counter()
@@ -456,7 +456,8 @@ def measure_longrun(args: argparse.Namespace, home: Path) -> None:
             if step % epoch_every == 0:
                 log.write(_event_line("eval", 0, epoch=step // epoch_every, split="val", accuracy=0.9, fp=0.1,
                                       fn=0.1, frames=100))
-                log.write(_event_line("checkpoint", 0, step=step, epoch=step // epoch_every, path=f"checkpoints/step-{step}.pt"))
+                log.write(_event_line("checkpoint", 0, step=step, epoch=step // epoch_every,
+                                      path=f"checkpoints/step-{step}.pt"))
                 checkpoints.append(step)
             if step == args.events // 2:
                 log.write(_event_line("error", 1, message="CUDA error: an illegal memory access (rank recovered)"))
@@ -470,8 +471,9 @@ def measure_longrun(args: argparse.Namespace, home: Path) -> None:
     (run_dir / "exit.json").write_text(json.dumps({"returncode": 0, "started": 0, "finished": time.time()}))
     sizes = {p.name: p.stat().st_size for p in run_dir.iterdir()}
     print(f"written in {write_s:.1f} s; {log.dropped:,} writes dropped by the cap")
+    digest_lines = len((run_dir / DIGEST_NAME).read_bytes().splitlines())
     print(f"run dir: job.log {sizes['job.log'] / 2**20:.0f} MiB, {DIGEST_NAME} {sizes[DIGEST_NAME] / 2**20:.2f} MiB "
-          f"({sum(1 for _ in open(run_dir / DIGEST_NAME, 'rb')):,} lines); cap = 2 x {args.max_log_mb} MiB "
+          f"({digest_lines:,} lines); cap = 2 x {args.max_log_mb} MiB "
           f"+ the summary events  [{'ok' if sizes['job.log'] <= 2 * cap + 2**20 else 'OVER'}]")
     registry = JobRegistry()
     handle = {"pid": 1, "pgid": None, "create_time": 0.0, "host": socket.gethostname(), "run_dir": str(run_dir),
@@ -492,10 +494,9 @@ def measure_longrun(args: argparse.Namespace, home: Path) -> None:
         "    state.apply_all(batch.updates); cursor = batch.cursor\n"
         "    if batch.final: break\n"
         "mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
-        "ckpt = state.checkpoints if hasattr(state, 'checkpoints') else None\n"
-        "print(json.dumps({'s': time.perf_counter() - t, 'imports': imports, 'polls': polls, 'peak_mb': mem, 'state': state.state,"
-        " 'step': state.step, 'test': state.test, 'errors': len(state.errors), 'loss_points': len(state.series['loss']),"
-        " 'checkpoint': getattr(state, 'checkpoint', None)}, default=str))\n"
+        "print(json.dumps({'s': time.perf_counter() - t, 'imports': imports, 'polls': polls, 'peak_mb': mem,"
+        " 'state': state.state, 'step': state.step, 'test': state.test, 'errors': len(state.errors),"
+        " 'loss_points': len(state.series['loss']), 'checkpoint': state.checkpoint}, default=str))\n"
     )
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], env=os.environ.copy(), check=True, capture_output=True,
@@ -503,7 +504,8 @@ def measure_longrun(args: argparse.Namespace, home: Path) -> None:
     wall = time.perf_counter() - t
     got = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"re-attach from a new process: {got['s']:.2f} s to the final state ({got['polls']} polls; "
-          f"imports {got['imports']:.1f} s; {wall:.1f} s with Python start-up)   goal < 2 s  [{'ok' if got['s'] < 2 else 'OVER'}]")
+          f"imports {got['imports']:.1f} s; {wall:.1f} s with Python start-up)   goal < 2 s  "
+          f"[{'ok' if got['s'] < 2 else 'OVER'}]")
     print(f"its memory: peak RSS {got['peak_mb']:.0f} MB, imports included (bounded: RunState buckets + "
           f"4 MiB poll slices, whatever the log's length)")
     print(f"reducer got: state {got['state']}, step {got['step']}, test {got['test']}, errors {got['errors']}, "

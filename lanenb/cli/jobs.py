@@ -71,7 +71,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 def _duration(text: str) -> float:
     """``30d`` / ``12h`` / ``90m`` / ``45s`` / ``2w`` / plain seconds -> seconds."""
     value = text.strip().lower()
-    scale = _UNITS.get(value[-1:], None)
+    scale = _UNITS.get(value[-1:])
     number = value[:-1] if scale else value
     try:
         seconds = float(number) * (scale or 1)

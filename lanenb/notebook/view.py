@@ -138,7 +138,8 @@ class JobView(StaticFallback, widgets.VBox):
                 failures = 0
             except RunDirGoneError as exc:  # for good: say so and stop, nothing to retry
                 self.last_error = str(exc)
-                self.banner.value = f"<div style='color:#c62828'><b>stopped following</b>: {html.escape(str(exc))}</div>"
+                self.banner.value = (f"<div style='color:#c62828'><b>stopped following</b>: "
+                                     f"{html.escape(str(exc))}</div>")
                 self.stop_button.disabled = True
                 return
             except Exception as exc:  # a flaky API server must not kill the view

@@ -7,9 +7,10 @@ command. Repair never deletes: the damaged file (and its ``-wal``/``-shm``) is r
 ``jobs.sqlite3.damaged-<time>``; a new registry gets every row SQLite can still read from it,
 then every local job found in ``runs/*/job.json`` (the row ``submit`` keeps in each run dir)
 that is still missing (rows are read back with the ``sqlite3`` shell's ``.recover`` where it is
-installed, Debian's ``sqlite3`` package, else with plain queries). A local job's state is then read again from its run dir (``exit.json``)
-the next time it is asked. Kubernetes jobs live only in the registry: the rows that cannot be
-read any more are reported as lost (their MPIJobs are still in the cluster).
+installed, Debian's ``sqlite3`` package, else with plain queries). A local job's state is then
+read again from its run dir (``exit.json``) the next time it is asked. Kubernetes jobs live only
+in the registry: a row that cannot be read any more is not rebuilt (its MPIJob is still in the
+cluster: ``kubectl get mpijobs``).
 """
 
 from __future__ import annotations
