@@ -174,6 +174,7 @@ def _recorded_run_dirs(runs: Path) -> bool:
 
 
 _THREAD = threading.local()
+KEPT_PER_THREAD = 4  # registry files a thread keeps a connection to (oldest closed first)
 _INHERITED: list[sqlite3.Connection] = []  # connections a forked child got from its parent: never closed
 
 
@@ -308,6 +309,12 @@ class JobRegistry:
         if entry is None or entry[2][0]:
             conn = self._open()
             if entry is None and ident is not None:
+                for other in [k for k, e in kept.items() if not e[2][0]][:max(0, len(kept) + 1 - KEPT_PER_THREAD)]:
+                    old = kept.pop(other)  # a few registries per thread at most (tests make hundreds)
+                    if old[0][1] == os.getpid():
+                        _close_quietly(old[1])
+                    else:
+                        _INHERITED.append(old[1])
                 entry = kept[str(self.path)] = (ident, conn, [0])
             else:  # the kept one is in use further up this thread's stack: a short-lived one
                 try:

@@ -11,6 +11,7 @@ executor, never on the server's event loop.
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lanenb.analysis.runstate import tail_state
-from lanenb.analysis.summary import job_summaries, job_summary
+from lanenb.analysis.summary import error_summary, job_summary
 from lanenb.errors import UserError
 from lanenb.home import lanenb_home
 from lanenb.jobs import get_job, list_jobs
@@ -33,6 +34,8 @@ FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by 
 LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sidebars ask
 _LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
 _LIST_LOCK = threading.Lock()
+FINAL_STATES_KEPT = 1024  # reduced states of finished jobs kept for the list (they never change)
+_FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = collections.OrderedDict()
 
 
 class ConfirmationError(UserError, ValueError):
@@ -42,6 +45,27 @@ class ConfirmationError(UserError, ValueError):
 # ---------------------------------------------------------------------------- jobs
 def _tail_state(job: Any) -> Any:
     return tail_state(job, _TAIL_LINES)
+
+
+def _summary(job: Any) -> dict[str, Any]:
+    """One list row, as cheaply as it is right: a watched job's from its feed (no log read), a
+    finished job's from the state read once (it will not change), the others' from their tails."""
+    now = time.time()
+    try:
+        feed = FEEDS.peek(job.name, job.created)
+        if feed is not None:
+            return feed.summary(now)
+        key = (str(lanenb_home()), job.name, job.created)
+        state = _FINAL_STATES.get(key)
+        if state is None:
+            state = _tail_state(job)
+            if state.finished or state.state == "lost":
+                _FINAL_STATES[key] = state
+                while len(_FINAL_STATES) > FINAL_STATES_KEPT:
+                    _FINAL_STATES.popitem(last=False)
+        return job_summary(job, state, now=now)
+    except Exception as exc:  # one broken job must not hide the others
+        return error_summary(job, exc, now=now)
 
 
 def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
@@ -57,7 +81,7 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
         if cached is not None and time.monotonic() - cached[0] < LIST_TTL_S:
             return cached[1]
         jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
-        rows = job_summaries(jobs, _tail_state)
+        rows = [_summary(job) for job in jobs]
         _LIST_CACHE.clear()
         _LIST_CACHE[key] = (time.monotonic(), rows)
         return rows

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.runstate import RunState, fill_config
+from lanenb.analysis.summary import job_summary
 from lanenb.errors import UserError
+from lanenb.home import lanenb_home
 from lanenb.jobs import get_job
 from lanenb.jobs.updates import Update, UpdateBatch, split_cursor
 
@@ -133,6 +135,13 @@ class JobFeed:
         self._after.move_to_end(cursor)  # values stay in insertion order: evicted from the front
 
     # ------------------------------------------------------------------ serving
+    def summary(self, now: float | None = None) -> dict[str, Any]:
+        """The job's list row (``job_summary``) from the feed's state, read under its lock: a
+        jobs list showing a watched job reads none of its log."""
+        self.refresh()
+        with self._lock:
+            return job_summary(self.job, self.state, now=now)
+
     def view(self) -> dict[str, Any]:
         """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
         metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
@@ -204,6 +213,12 @@ class JobFeed:
                 "final": batch.final, "status": batch.status.to_dict() if batch.status else None}
 
 
+def _key(name: str, created: float | None) -> str:
+    """A feed's key: the registry (``$LANENB_HOME``), the name and the job's creation time (a
+    name reused by a new job, or the same name in another home, is another feed)."""
+    return f"{lanenb_home()}|{name}@{created}"
+
+
 class Feeds:
     """The feeds of the most recently watched jobs: bounded, thread-safe, keyed by name and
     creation time (a name reused by a new job gets a new feed)."""
@@ -228,14 +243,14 @@ class Feeds:
             JobNotFoundError: no job is called ``name``.
         """
         with self._lock:
-            known = self._names.get(name)
+            known = self._names.get(_key(name, None))
             if known is not None and self._clock() - known[1] < self._recheck_s and known[0] in self._items:
                 self._items.move_to_end(known[0])
                 return self._items[known[0]]
         job = get_job(name)
-        key = f"{name}@{job.created}"
+        key = _key(name, job.created)
         with self._lock:
-            self._names[name] = (key, self._clock())
+            self._names[_key(name, None)] = (key, self._clock())
             feed = self._items.get(key)
             if feed is None:
                 feed = self._items[key] = JobFeed(job, **self._options)
@@ -245,6 +260,12 @@ class Feeds:
             for stale in [n for n, (k, _) in self._names.items() if k not in self._items]:
                 del self._names[stale]
             return feed
+
+    def peek(self, name: str, created: float | None) -> JobFeed | None:
+        """The feed of job ``name`` made at ``created`` if one is kept; never makes one (a list
+        of jobs uses the feeds of the jobs someone is watching, and reads the others' tails)."""
+        with self._lock:
+            return self._items.get(_key(name, created))
 
     def __len__(self) -> int:
         return len(self._items)

@@ -1,18 +1,11 @@
-"""Fixtures of the load tests: an isolated ``LANENB_HOME`` and jobs recorded straight through the
-registry (a running one's "supervisor" is this test process: alive, so the job reads as running)."""
+"""Fixtures of the load tests: an isolated ``LANENB_HOME`` (jobs are recorded by
+``load_jobs.record_job``, in tests/support)."""
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
-from typing import Any
 
-import psutil
 import pytest
-
-from lanenb.contract.spec import TrainSpec
-from lanenb.registry.jobs import JobRegistry
 
 
 @pytest.fixture(autouse=True)
@@ -20,20 +13,3 @@ def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("LANENB_HOME", str(home))
     return home
-
-
-def record_job(home: Path, name: str, *, state: str = "running", created: float = 1000.0,
-               finished: float | None = None, running_here: bool = True) -> dict[str, Any]:
-    """A local job row with a run dir; ``running_here``: its supervisor is this process."""
-    run_dir = home / "runs" / name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    handle = {"pid": os.getpid() if running_here else 1, "pgid": None,
-              "create_time": psutil.Process().create_time() if running_here else 0.0,
-              "host": socket.gethostname(), "run_dir": str(run_dir), "log": str(run_dir / "job.log")}
-    spec = TrainSpec(dataset="/data/tusimple", processes=1, name=name).to_dict()
-    spec["run_dir"] = str(run_dir)
-    row = {"name": name, "backend": "local", "spec": spec, "handle": handle, "state": state,
-           "status": {"state": state} if state != "running" else {}, "run_dir": str(run_dir),
-           "created": created, "updated": created, "finished": finished}
-    JobRegistry().import_records([row])
-    return row

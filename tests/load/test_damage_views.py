@@ -8,7 +8,7 @@ import shutil
 import warnings
 
 import pytest
-from conftest import record_job
+from load_jobs import record_job
 
 from lanenb.analysis.runstate import tail_state
 from lanenb.jobs import get_job

@@ -7,7 +7,7 @@ import json
 import shutil
 import time
 
-from conftest import record_job
+from load_jobs import record_job
 
 from lanenb.analysis.runstate import RunState
 from lanenb.backends.local.logfile import read_chunk

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import record_job
+from load_jobs import record_job
 
 from lanenb.cli import main as cli_main
 from lanenb.registry.jobs import JobRegistry
