@@ -249,15 +249,17 @@ def jupyter_server(root: Path) -> Iterator[tuple[str, str]]:
             proc.kill()
 
 
-def server_times(log: Path, prefix: str = "/lanenb/") -> list[float]:
-    """The server's own time of each request under ``prefix``, from its debug log
+def server_times(log: Path, prefix: str = "/lanenb/") -> dict[str, list[float]]:
+    """The server's own time of each request under ``prefix``, by kind, from its debug log
     ("200 GET /lanenb/... (user@127.0.0.1) 3.21ms"): what the server spent, without the client's side."""
-    out = []
+    out: dict[str, list[float]] = {}
     for line in log.read_text(errors="replace").splitlines():
         parts = line.rsplit(" ", 1)
         if f" GET {prefix}" in line and len(parts) == 2 and parts[1].endswith("ms"):
+            kind = ("jobs list" if "/jobs?" in line else "first read (tail)" if "tail=" in line
+                    else "updates + charts" if "state=1" in line else "updates")
             try:
-                out.append(float(parts[1][:-2]))
+                out.setdefault(kind, []).append(float(parts[1][:-2]))
             except ValueError:
                 continue
     return out
@@ -345,10 +347,13 @@ def measure_watchers(args: argparse.Namespace, home: Path) -> None:
     per_tick = max(reads.values()) / ticks
     print(f"requests: {len(latencies)} ({len(latencies) / elapsed:.0f}/s), errors {len(errors)}"
           + (f" (first: {errors[0]})" if errors else ""))
-    own = server_times(home / "server.log")
+    kinds = server_times(home / "server.log")
+    own = [t for values in kinds.values() for t in values]
     print(f"latency seen by the clients: {_ms(latencies)} (2 cores shared with the clients, writers and kernel)")
     print(f"server's own time per request ({len(own)} logged): {_ms(own)}   goal p95 < 100 ms  "
           f"[{'ok' if own and percentile(own, 0.95) < 100 else 'OVER'}]")
+    for kind, values in sorted(kinds.items()):
+        print(f"  {kind:<18} {len(values):>5} requests: {_ms(values)}")
     print(f"log reads per job per {TICK_S:g} s tick: max {per_tick:.2f} (whatever the number of clients)   goal <= 1  "
           f"[{'ok' if per_tick <= 1.05 else 'OVER'}]")
     print("server CPU per request, in this process, one thread (what each costs without waiting for a core): "

@@ -34,6 +34,7 @@ FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by 
 LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sidebars ask
 _LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
 _LIST_LOCK = threading.Lock()
+_LIST_BUSY: set[tuple[str, int]] = set()  # lists being read now (others get the previous reading meanwhile)
 FINAL_STATES_KEPT = 1024  # reduced states of finished jobs kept for the list (they never change)
 _FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = collections.OrderedDict()
 
@@ -72,19 +73,28 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
     """Jobs newest first: ``job_summary`` rows (state, progress, accuracy, latest utilisation).
 
     A job whose status cannot be read (a cluster that is unreachable) is listed with an
-    ``error`` instead of hiding the others."""
+    ``error`` instead of hiding the others. Read at most once per ``LIST_TTL_S`` for every
+    sidebar of the server; while one request reads it again the others get the previous
+    reading rather than queueing behind it (a stop clears it at once)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UserError(f"limit={limit!r}: must be an integer >= 1")
+    key = (str(lanenb_home()), limit)
     with _LIST_LOCK:  # every tab's sidebar asks every few seconds: one reading per LIST_TTL_S for all
-        key = (str(lanenb_home()), limit)
         cached = _LIST_CACHE.get(key)
-        if cached is not None and time.monotonic() - cached[0] < LIST_TTL_S:
-            return cached[1]
+        if cached is not None and (time.monotonic() - cached[0] < LIST_TTL_S or key in _LIST_BUSY):
+            return cached[1]  # fresh, or being read again by another request: no queue behind it
+        _LIST_BUSY.add(key)
+    try:
         jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
         rows = [_summary(job) for job in jobs]
-        _LIST_CACHE.clear()
+    finally:
+        with _LIST_LOCK:
+            _LIST_BUSY.discard(key)
+    with _LIST_LOCK:
         _LIST_CACHE[key] = (time.monotonic(), rows)
-        return rows
+        while len(_LIST_CACHE) > 8:
+            _LIST_CACHE.pop(next(iter(_LIST_CACHE)))
+    return rows
 
 
 def job_detail(name: str) -> dict[str, Any]:
