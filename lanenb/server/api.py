@@ -74,27 +74,34 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
 
     A job whose status cannot be read (a cluster that is unreachable) is listed with an
     ``error`` instead of hiding the others. Read at most once per ``LIST_TTL_S`` for every
-    sidebar of the server; while one request reads it again the others get the previous
-    reading rather than queueing behind it (a stop clears it at once)."""
+    sidebar of the server, and after the first time beside the requests (a thread): a request
+    gets the latest reading at once, never a queue behind a reading (a stop clears it)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UserError(f"limit={limit!r}: must be an integer >= 1")
     key = (str(lanenb_home()), limit)
     with _LIST_LOCK:  # every tab's sidebar asks every few seconds: one reading per LIST_TTL_S for all
         cached = _LIST_CACHE.get(key)
-        if cached is not None and (time.monotonic() - cached[0] < LIST_TTL_S or key in _LIST_BUSY):
-            return cached[1]  # fresh, or being read again by another request: no queue behind it
+        if cached is not None:
+            if time.monotonic() - cached[0] >= LIST_TTL_S and key not in _LIST_BUSY:
+                _LIST_BUSY.add(key)  # read again beside the requests, which get this reading meanwhile
+                threading.Thread(target=_read_list, args=(key, limit), daemon=True, name="lanenb-jobs-list").start()
+            return cached[1]
         _LIST_BUSY.add(key)
+    return _read_list(key, limit)
+
+
+def _read_list(key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
     try:
         jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
         rows = [_summary(job) for job in jobs]
+        with _LIST_LOCK:
+            _LIST_CACHE[key] = (time.monotonic(), rows)
+            while len(_LIST_CACHE) > 8:
+                _LIST_CACHE.pop(next(iter(_LIST_CACHE)))
+        return rows
     finally:
         with _LIST_LOCK:
             _LIST_BUSY.discard(key)
-    with _LIST_LOCK:
-        _LIST_CACHE[key] = (time.monotonic(), rows)
-        while len(_LIST_CACHE) > 8:
-            _LIST_CACHE.pop(next(iter(_LIST_CACHE)))
-    return rows
 
 
 def job_detail(name: str) -> dict[str, Any]:

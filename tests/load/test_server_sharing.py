@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 
 from load_jobs import record_job
+from polling import wait_for
 
 from lanenb.backends.local.backend import LocalBackend
 from lanenb.server import api
@@ -33,8 +34,10 @@ def test_finished_rows_are_read_once_and_watched_rows_share_the_feeds_read(lanen
     assert [r["name"] for r in rows] == ["live", "done-2", "done-1", "done-0"]
     assert rows[1]["state"] == "succeeded" and rows[0]["state"] == "running"
     assert api.list_job_summaries(10) is rows  # a second sidebar within LIST_TTL_S: the same reading
-    api._LIST_CACHE.clear()
-    api.list_job_summaries(10)
+    monkeypatch.setattr(api, "LIST_TTL_S", 0.0)  # expired: the request gets the last reading, a thread reads anew
+    assert api.list_job_summaries(10) is rows
+    wait_for(lambda: api._LIST_CACHE[(str(lanenb_home), 10)][1] is not rows, 10, what="the list read again")
+    monkeypatch.setattr(api, "LIST_TTL_S", 1.0)
     assert all(reads[f"done-{i}"] == 1 for i in range(3))  # a finished row never changes: read once
     assert reads["live"] == 2  # not watched: its tail is read for each list
     api.job_updates("live", None, tail=10)  # a tab follows it: the feed reads its log
