@@ -34,6 +34,7 @@ FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by 
 LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sidebars ask
 _LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
 _LIST_LOCK = threading.Lock()
+_LIST_DONE = threading.Condition(_LIST_LOCK)  # a reading finished
 _LIST_BUSY: set[tuple[str, int]] = set()  # lists being read now (others get the previous reading meanwhile)
 FINAL_STATES_KEPT = 1024  # reduced states of finished jobs kept for the list (they never change)
 _FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = collections.OrderedDict()
@@ -86,6 +87,10 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
                 _LIST_BUSY.add(key)  # read again beside the requests, which get this reading meanwhile
                 threading.Thread(target=_read_list, args=(key, limit), daemon=True, name="lanenb-jobs-list").start()
             return cached[1]
+        if key in _LIST_BUSY:  # the very first reading is under way: wait for it, do not read alongside
+            _LIST_DONE.wait_for(lambda: key not in _LIST_BUSY, timeout=60)
+            if key in _LIST_CACHE:
+                return _LIST_CACHE[key][1]
         _LIST_BUSY.add(key)
     return _read_list(key, limit)
 
@@ -102,6 +107,7 @@ def _read_list(key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
     finally:
         with _LIST_LOCK:
             _LIST_BUSY.discard(key)
+            _LIST_DONE.notify_all()
 
 
 def job_detail(name: str) -> dict[str, Any]:
