@@ -537,6 +537,13 @@ class JobRegistry:
                                                          ("job", "store", "snapshot", "role", "volume", "created")))
         return added
 
+    def stamp(self) -> tuple[int, float]:
+        """``(jobs, last update time)``: changes whenever a job is added, removed or changes
+        state, so a kept listing knows it is out of date without reading the rows."""
+        with self._connect() as conn:
+            count, updated = conn.execute("SELECT COUNT(*), MAX(updated) FROM jobs").fetchone()
+        return int(count), float(updated or 0.0)
+
     def count(self) -> int:
         """How many jobs are recorded (a list view says "20 of 2000 shown")."""
         with self._connect() as conn:

@@ -22,7 +22,7 @@ from lanenb.analysis.runstate import tail_state
 from lanenb.analysis.summary import error_summary, job_summary
 from lanenb.errors import UserError
 from lanenb.home import lanenb_home
-from lanenb.jobs import get_job, list_jobs
+from lanenb.jobs import JobRegistry, get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
 __all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
@@ -35,6 +35,7 @@ LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sideb
 _LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
 _LIST_LOCK = threading.Lock()
 _LIST_DONE = threading.Condition(_LIST_LOCK)  # a reading finished
+_LIST_STAMPS: dict[tuple[str, int], tuple[int, float]] = {}  # the registry's stamp of each reading
 _LIST_BUSY: set[tuple[str, int]] = set()  # lists being read now (others get the previous reading meanwhile)
 FINAL_STATES_KEPT = 1024  # reduced states of finished jobs kept for the list (they never change)
 _FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = collections.OrderedDict()
@@ -76,12 +77,17 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
     A job whose status cannot be read (a cluster that is unreachable) is listed with an
     ``error`` instead of hiding the others. Read at most once per ``LIST_TTL_S`` for every
     sidebar of the server, and after the first time beside the requests (a thread): a request
-    gets the latest reading at once, never a queue behind a reading (a stop clears it)."""
+    gets the latest reading at once, never a queue behind a reading. A job added, removed or
+    changing state (the registry's ``stamp``) is read at once, not a second later."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UserError(f"limit={limit!r}: must be an integer >= 1")
     key = (str(lanenb_home()), limit)
+    stamp = JobRegistry().stamp()  # a job added, removed or changing state: read the list now
     with _LIST_LOCK:  # every tab's sidebar asks every few seconds: one reading per LIST_TTL_S for all
         cached = _LIST_CACHE.get(key)
+        if cached is not None and _LIST_STAMPS.get(key) != stamp:
+            cached = None
+            _LIST_CACHE.pop(key, None)
         if cached is not None:
             if time.monotonic() - cached[0] >= LIST_TTL_S and key not in _LIST_BUSY:
                 _LIST_BUSY.add(key)  # read again beside the requests, which get this reading meanwhile
@@ -92,15 +98,17 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
             if key in _LIST_CACHE:
                 return _LIST_CACHE[key][1]
         _LIST_BUSY.add(key)
-    return _read_list(key, limit)
+    return _read_list(key, limit, stamp)
 
 
-def _read_list(key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
+def _read_list(key: tuple[str, int], limit: int, stamp: tuple[int, float] | None = None) -> list[dict[str, Any]]:
     try:
+        stamp = stamp or JobRegistry().stamp()
         jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
         rows = [_summary(job) for job in jobs]
         with _LIST_LOCK:
             _LIST_CACHE[key] = (time.monotonic(), rows)
+            _LIST_STAMPS[key] = stamp
             while len(_LIST_CACHE) > 8:
                 _LIST_CACHE.pop(next(iter(_LIST_CACHE)))
         return rows
