@@ -4,6 +4,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { Rows, Spec } from './vegacharts';
+
 export interface IUtilisation {
   metric: 'gpu_util' | 'cpu_percent' | null;
   rank?: number;
@@ -92,7 +94,7 @@ export interface IHeadline extends IFigure {
 export interface IUpdate {
   cursor: string;
   status?: { state: string; reason?: string | null };
-  line?: { rank: number | null; text: string; source: string };
+  line?: { rank: number | null; text: string; source: string; error?: boolean };
   event?: { kind: string; [key: string]: unknown };
   display?: string | null;
 }
@@ -120,6 +122,27 @@ export interface IRunState {
   /** Per rank: the latest timing window, with `host` and `device`. */
   timing?: { [rank: string]: { host?: string | null; device?: string | null } };
   verdict?: IVerdict;
+  eta_s?: number | null;
+  world_size?: number | null;
+  /** One row per rank (lanenb.analysis.chartdata.rank_table). */
+  ranks?: IRankRow[];
+  /** The Vega-Lite panels and their rows (lanenb.analysis.chartdata): the notebook's charts. */
+  charts?: { specs: Spec[]; rows: Rows };
+}
+
+export interface IRankRow {
+  rank: number;
+  host: string | null;
+  gpu_util: number | null;
+  gpu_mem_mb: number | null;
+  gpu_mem_total_mb: number | null;
+  cpu_percent: number | null;
+  rss_mb: number | null;
+  step_s: number | null;
+  data: number | null;
+  compute: number | null;
+  exchange: number | null;
+  other: number | null;
 }
 
 export interface IUpdateBatch {
@@ -151,6 +174,22 @@ export interface ISnapshot {
   backend: string;
   job: string | null;
   error?: string | null;
+}
+
+/** One path that differs between two snapshots (lanenb.snapshots.base.FileChange). */
+export interface IFileChange {
+  path: string;
+  change: 'added' | 'removed' | 'changed';
+  size_before: number | null;
+  size_after: number | null;
+}
+
+/** GET /lanenb/snapshots/diff?a=&b= (lanenb.server.api.diff_snapshots). */
+export interface ISnapshotDiff {
+  a: string;
+  b: string;
+  summary: string;
+  changes: IFileChange[];
 }
 
 /** An error the server answered with: its JSON ``message`` is meant for people. */
@@ -210,6 +249,7 @@ export const api = {
       body: JSON.stringify({ confirm: name })
     }),
   snapshots: () => requestAPI<{ snapshots: ISnapshot[] }>('snapshots'),
+  diff: (a: string, b: string) => requestAPI<ISnapshotDiff>('snapshots/diff', {}, { a, b }),
   restore: (id: string, newVolume: string) =>
     requestAPI<{ id: string; volume: string }>(`snapshots/${enc(id)}/restore`, {
       method: 'POST',

@@ -9,6 +9,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { JobPanel } from './panel';
 import { LaneSidebar } from './sidebar';
+import { widgetPlugin } from './widget';
 
 const ICON_SVG =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
@@ -69,4 +70,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, widgetPlugin];

@@ -1,32 +1,21 @@
-// The "Lane training" sidebar: jobs newest first (state, progress, accuracy, utilisation
-// sparkline, Stop, the doctor's verdict line) and snapshots (Restore into a new directory). Refreshed by a Poll that
-// stands by while the sidebar is hidden.
+// The "Lane training" sidebar: a jobs table that reads at a glance (state chip, progress with
+// ETA, the headline with its model label, a utilisation sparkline with its scale, Stop, the
+// doctor's verdict) and the snapshots grouped by run (short ids, sizes, relative dates; pick
+// two to diff, Restore one into a new directory). Refreshed by a Poll that stands by while the
+// sidebar is hidden; every control is a button or checkbox, so the keyboard reaches it.
 import { Dialog, InputDialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { api, IJobSummary, ISnapshot } from './api';
+import { api, IJobSummary, ISnapshot, ISnapshotDiff } from './api';
 import { sparkline } from './charts';
+import { el, formatBytes, formatDuration, relativeTime, stateChip } from './dom';
 
 const RUNNING = new Set(['pending', 'running', 'restarting', 'suspended']);
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  cls: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = cls;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+const SHORT_ID = 8;
 
 function percent(value: number | null | undefined): string {
-  return value === null || value === undefined
-    ? '–'
-    : `${Math.round(value * 100)}%`;
+  return value === null || value === undefined ? '–' : `${Math.round(value * 100)}%`;
 }
 
 /** Ask, then stop: the dialog names the job, the request repeats its name. */
@@ -48,6 +37,28 @@ export async function confirmStop(name: string): Promise<boolean> {
   }
 }
 
+/** The diff of two snapshots as a table of changed paths (the dialog's body). */
+function diffBody(diff: ISnapshotDiff): HTMLElement {
+  const box = el('div', 'lanenb-diff');
+  box.appendChild(el('div', 'lanenb-diff-summary', diff.summary));
+  const table = el('table', 'lanenb-diff-table');
+  for (const change of diff.changes.slice(0, 200)) {
+    const row = el('tr', `lanenb-diff-${change.change}`);
+    const size = change.change === 'removed' ? change.size_before : change.size_after;
+    row.append(
+      el('td', 'lanenb-diff-kind', change.change),
+      el('td', 'lanenb-diff-path', change.path),
+      el('td', 'lanenb-diff-size', formatBytes(size))
+    );
+    table.appendChild(row);
+  }
+  box.appendChild(table);
+  if (diff.changes.length > 200) {
+    box.appendChild(el('div', 'lanenb-message', `… and ${diff.changes.length - 200} more`));
+  }
+  return box;
+}
+
 export class LaneSidebar extends Widget {
   constructor(private readonly openJob: (name: string) => void) {
     super();
@@ -55,17 +66,17 @@ export class LaneSidebar extends Widget {
     this.addClass('lanenb-sidebar');
     this.title.caption = 'Lane training';
     const header = el('div', 'lanenb-sidebar-header', 'Lane training');
-    this._jobs = el('ul', 'lanenb-jobs');
-    this._snaps = el('ul', 'lanenb-snapshots');
+    this._jobs = el('div', 'lanenb-jobs');
+    this._snaps = el('div', 'lanenb-snapshots');
     this._message = el('div', 'lanenb-message');
-    this.node.append(
-      header,
-      this._message,
-      el('h3', 'lanenb-section', 'Jobs'),
-      this._jobs,
-      el('h3', 'lanenb-section', 'Snapshots'),
-      this._snaps
-    );
+    this._message.setAttribute('role', 'status');
+    this._diff = el('button', 'lanenb-diff-button jp-mod-styled', 'Diff');
+    this._diff.disabled = true;
+    this._diff.title = 'tick two snapshots to compare their files';
+    this._diff.onclick = () => this.diffPicked();
+    const snapHead = el('h3', 'lanenb-section');
+    snapHead.append(el('span', '', 'Snapshots'), this._diff);
+    this.node.append(header, this._message, el('h3', 'lanenb-section', 'Jobs'), this._jobs, snapHead, this._snaps);
     this._poll = new Poll({
       auto: true,
       factory: () => this.refresh(),
@@ -87,101 +98,176 @@ export class LaneSidebar extends Widget {
 
   async refresh(): Promise<void> {
     try {
-      const [{ jobs }, { snapshots }] = await Promise.all([
-        api.jobs(),
-        api.snapshots()
-      ]);
-      this._message.textContent = '';
+      const [{ jobs }, { snapshots }] = await Promise.all([api.jobs(), api.snapshots()]);
+      if (this._message.dataset.kind === 'error') {
+        this._message.textContent = '';
+        this._message.dataset.kind = '';
+      }
       this.renderJobs(jobs);
       this.renderSnapshots(snapshots);
     } catch (err) {
-      this._message.textContent = `lanenb: ${(err as Error).message}`;
+      this.say(`lanenb: ${(err as Error).message}`, 'error');
       throw err; // the poll backs off
     }
+  }
+
+  private say(text: string, kind = 'info'): void {
+    this._message.textContent = text;
+    this._message.dataset.kind = kind;
   }
 
   private renderJobs(jobs: IJobSummary[]): void {
     this._jobs.replaceChildren();
     if (jobs.length === 0) {
-      this._jobs.appendChild(
-        el('li', 'lanenb-empty', 'No jobs yet: run %lanetrain in a notebook.')
-      );
+      this._jobs.appendChild(el('div', 'lanenb-empty', 'No jobs yet: run %lanetrain in a notebook.'));
+      return;
     }
     for (const job of jobs) {
-      const item = el('li', `lanenb-job lanenb-state-${job.state}`);
-      item.dataset.job = job.name;
-      item.title = job.error || job.summary || job.state;
-      const top = el('div', 'lanenb-job-row');
-      const name = el('button', 'lanenb-job-name', job.name);
-      name.onclick = () => this.openJob(job.name);
-      top.append(name, el('span', 'lanenb-job-state', job.state));
-      const bottom = el('div', 'lanenb-job-row');
-      const bar = el('progress', 'lanenb-job-progress');
-      bar.max = 1;
-      bar.value = job.progress ?? 0;
-      const acc = job.headline
-        ? job.headline.text
-        : job.accuracy === null || job.accuracy === undefined
-          ? 'acc –'
-          : `acc ${job.accuracy.toFixed(3)}`;
-      const util = job.utilisation;
-      const spark = sparkline(util.values);
-      spark.setAttribute(
-        'aria-label',
-        `${util.metric === 'gpu_util' ? 'GPU' : 'CPU'} utilisation`
-      );
-      bottom.append(
-        bar,
-        el('span', 'lanenb-job-percent', percent(job.progress)),
-        el('span', 'lanenb-job-accuracy', acc),
-        el('span', 'lanenb-job-util', util.metric === 'gpu_util' ? 'GPU' : 'CPU'),
-        spark
-      );
-      if (RUNNING.has(job.state)) {
-        const stop = el('button', 'lanenb-stop jp-mod-styled jp-mod-warn', 'Stop');
-        stop.onclick = async () => {
-          if (await confirmStop(job.name)) {
-            void this.refreshNow();
-          }
-        };
-        top.appendChild(stop);
-      }
-      item.append(top, bottom);
-      if (job.verdict && job.verdict_kind && job.verdict_kind !== 'unknown') {
-        const verdict = el('div', 'lanenb-verdict lanenb-job-verdict', job.verdict);
-        verdict.dataset.kind = job.verdict_kind;
-        verdict.title = job.verdict;
-        item.appendChild(verdict);
-      }
-      this._jobs.appendChild(item);
+      this._jobs.appendChild(this.jobRow(job));
     }
+  }
+
+  /** Three short lines: chip, name, Stop / progress with ETA, headline / sparkline, verdict. */
+  private jobRow(job: IJobSummary): HTMLDivElement {
+    const item = el('div', `lanenb-job lanenb-state-${job.state}`);
+    item.dataset.job = job.name;
+    item.title = job.error || job.summary || job.state;
+    const top = el('div', 'lanenb-job-row');
+    const name = el('button', 'lanenb-job-name', job.name);
+    name.title = `open job ${job.name} (charts, ranks, log)`;
+    name.onclick = () => this.openJob(job.name);
+    top.append(stateChip(job.state), name);
+    if (RUNNING.has(job.state)) {
+      const stop = el('button', 'lanenb-stop jp-mod-styled jp-mod-warn', 'Stop');
+      stop.title = `stop job ${job.name}`;
+      stop.onclick = async () => {
+        if (await confirmStop(job.name)) {
+          void this.refreshNow();
+        }
+      };
+      top.appendChild(stop);
+    }
+    const middle = el('div', 'lanenb-job-row');
+    const bar = el('progress', 'lanenb-job-progress');
+    bar.max = 1;
+    bar.value = job.progress ?? (job.final && job.state === 'succeeded' ? 1 : 0);
+    const eta = job.eta_s !== null && job.eta_s !== undefined ? ` · ETA ${formatDuration(job.eta_s)}` : '';
+    const acc = el('span', 'lanenb-job-accuracy');
+    if (job.headline && job.headline.accuracy !== null) {
+      acc.append(
+        el('span', 'lanenb-acc-value', job.headline.accuracy.toFixed(3)),
+        el('span', 'lanenb-acc-label', ` ${job.headline.split} · ${job.headline.label}`)
+      );
+      acc.title = job.headline.text;
+    } else {
+      acc.append(el('span', 'lanenb-acc-label', 'no accuracy yet'));
+    }
+    middle.append(bar, el('span', 'lanenb-job-percent', `${percent(job.progress)}${eta}`), acc);
+    const bottom = el('div', 'lanenb-job-row');
+    const util = job.utilisation;
+    bottom.appendChild(sparkline(util.values, util.metric === 'gpu_util' ? 'GPU' : 'CPU'));
+    if (job.verdict && job.verdict_kind && job.verdict_kind !== 'unknown') {
+      const verdict = el('span', 'lanenb-verdict lanenb-job-verdict', job.verdict);
+      verdict.dataset.kind = job.verdict_kind;
+      verdict.title = job.verdict;
+      bottom.appendChild(verdict);
+    }
+    item.append(top, middle, bottom);
+    return item;
   }
 
   private renderSnapshots(snapshots: ISnapshot[]): void {
     this._snaps.replaceChildren();
+    const known = new Set(snapshots.map(s => s.id));
+    this._picked = this._picked.filter(id => known.has(id));
+    this.updateDiffButton();
     if (snapshots.length === 0) {
-      this._snaps.appendChild(
-        el('li', 'lanenb-empty', 'No snapshots yet: train with --snapshot.')
-      );
+      this._snaps.appendChild(el('div', 'lanenb-empty', 'No snapshots yet: train with --snapshot.'));
+      return;
     }
-    for (const snap of snapshots) {
-      const item = el('li', 'lanenb-snapshot');
-      item.dataset.snapshot = snap.id;
-      const when = new Date(snap.created * 1000).toLocaleString();
-      const role = snap.labels.role ? ` ${snap.labels.role}` : '';
-      item.append(
-        el('span', 'lanenb-snapshot-id', snap.id),
-        el(
-          'span',
-          'lanenb-snapshot-info',
-          `${snap.name}${role} · ${snap.job ? 'job ' + snap.job + ' · ' : ''}${when}`
-        )
-      );
-      item.title = `${snap.volume}`;
-      const restore = el('button', 'lanenb-restore jp-mod-styled', 'Restore');
-      restore.onclick = () => this.restore(snap);
-      item.appendChild(restore);
-      this._snaps.appendChild(item);
+    // grouped by the run that made them (newest group first), newest snapshot first in a group
+    const groups = new Map<string, ISnapshot[]>();
+    for (const snap of [...snapshots].sort((a, b) => b.created - a.created)) {
+      const key = snap.job ?? '';
+      groups.set(key, [...(groups.get(key) ?? []), snap]);
+    }
+    for (const [job, snaps] of groups) {
+      const group = el('div', 'lanenb-snap-group');
+      group.dataset.job = job;
+      group.appendChild(el('div', 'lanenb-snap-group-title', job ? `run ${job}` : 'not from a run'));
+      for (const snap of snaps) {
+        group.appendChild(this.snapshotRow(snap));
+      }
+      this._snaps.appendChild(group);
+    }
+  }
+
+  /** Two lines: pick box, short id, role, name / size, relative date, Restore. */
+  private snapshotRow(snap: ISnapshot): HTMLDivElement {
+    const item = el('div', 'lanenb-snapshot');
+    item.dataset.snapshot = snap.id;
+    const pick = el('input', 'lanenb-snap-pick');
+    pick.type = 'checkbox';
+    pick.checked = this._picked.includes(snap.id);
+    pick.setAttribute('aria-label', `pick snapshot ${snap.id} to diff`);
+    pick.onchange = () => {
+      this._picked = this._picked.filter(id => id !== snap.id);
+      if (pick.checked) {
+        this._picked.push(snap.id);
+        if (this._picked.length > 2) {
+          this._picked.shift();
+          this.renderPicks();
+        }
+      }
+      this.updateDiffButton();
+    };
+    const id = el('code', 'lanenb-snapshot-id', snap.id.slice(0, SHORT_ID));
+    id.title = `${snap.id}\n${snap.volume}`;
+    const name = el('span', 'lanenb-snap-name', snap.name);
+    name.title = snap.name;
+    const top = el('div', 'lanenb-job-row');
+    top.append(pick, id);
+    if (snap.labels.role) {
+      top.appendChild(el('span', 'lanenb-snap-role', snap.labels.role));
+    }
+    top.appendChild(name);
+    const when = el('span', 'lanenb-snap-when', relativeTime(snap.created));
+    when.title = new Date(snap.created * 1000).toLocaleString();
+    const restore = el('button', 'lanenb-restore jp-mod-styled', 'Restore');
+    restore.title = `restore ${snap.id} into a new directory`;
+    restore.onclick = () => this.restore(snap);
+    const bottom = el('div', 'lanenb-job-row lanenb-snap-meta');
+    bottom.append(el('span', 'lanenb-snap-size', formatBytes(snap.size)), when, restore);
+    item.append(top, bottom);
+    return item;
+  }
+
+  private renderPicks(): void {
+    this._snaps.querySelectorAll<HTMLInputElement>('.lanenb-snap-pick').forEach(box => {
+      const id = box.closest<HTMLElement>('.lanenb-snapshot')?.dataset.snapshot ?? '';
+      box.checked = this._picked.includes(id);
+    });
+  }
+
+  private updateDiffButton(): void {
+    this._diff.disabled = this._picked.length !== 2;
+    this._diff.textContent = this._picked.length === 2 ? 'Diff 2' : 'Diff';
+  }
+
+  private async diffPicked(): Promise<void> {
+    if (this._picked.length !== 2) {
+      return;
+    }
+    const [a, b] = this._picked;
+    try {
+      const diff = await api.diff(a, b);
+      await showDialog({
+        title: `Snapshot ${a.slice(0, SHORT_ID)} → ${b.slice(0, SHORT_ID)}`,
+        body: new Widget({ node: diffBody(diff) }),
+        buttons: [Dialog.okButton({ label: 'Close' })]
+      });
+    } catch (err) {
+      await showErrorMessage('Could not diff', String((err as Error).message));
     }
   }
 
@@ -197,14 +283,16 @@ export class LaneSidebar extends Widget {
     }
     try {
       const result = await api.restore(snap.id, answer.value);
-      this._message.textContent = `Restored ${snap.id} into ${result.volume}`;
+      this.say(`Restored ${snap.id.slice(0, SHORT_ID)} into ${result.volume}`);
     } catch (err) {
       await showErrorMessage('Could not restore', String((err as Error).message));
     }
   }
 
-  private readonly _jobs: HTMLUListElement;
-  private readonly _snaps: HTMLUListElement;
+  private _picked: string[] = [];
+  private readonly _jobs: HTMLDivElement;
+  private readonly _snaps: HTMLDivElement;
   private readonly _message: HTMLDivElement;
+  private readonly _diff: HTMLButtonElement;
   private readonly _poll: Poll;
 }

@@ -102,6 +102,21 @@ class BucketSeries:
         """Mean of the newest bucket (the latest value when ``width`` is 1)."""
         return self._sum[-1] / self._n[-1] if self._n else None
 
+    def coarsened(self, limit: int) -> BucketSeries:
+        """A copy with at most ``limit`` buckets (neighbours merged as ``append`` would): what a
+        chart draws, whatever this series keeps.
+
+        Raises:
+            ValueError: ``limit`` is below 2.
+        """
+        if limit < 2:
+            raise ValueError(f"limit={limit!r}: must be >= 2")
+        out = BucketSeries(self.capacity, self.width, self.count, self.nonfinite, list(self._x), list(self._sum),
+                           list(self._min), list(self._max), list(self._n))
+        while len(out._n) > limit:
+            out._halve()
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able: what the sidebar and ``RunState.to_dict`` send."""
         return {"x": self.x, "y": self.y, "min": self.ymin, "max": self.ymax, "width": self.width,

@@ -14,6 +14,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
+from lanenb.contract.azureml_options import DATA_KINDS
 from lanenb.contract.fields import coerce_env
 from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.spec import SpecError, TrainSpec
@@ -28,7 +29,7 @@ __all__ = ["add_job_arguments", "add_run_arguments", "check_run_flags", "spec_fr
 SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
                        "use_workers", "use_val", "val_batch_size", "max_steps", "enable_snapshot", "pvc_name")
 
-# (flags, argparse keywords); dest is the TrainSpec field (or "k8s.<option>")
+# (flags, argparse keywords); dest is the TrainSpec field (or "k8s.<option>", "azureml.<option>")
 JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--data", "--dataset"), dict(dest="dataset", metavar="PATH",
                                    help="dataset root in TuSimple layout (a path inside the cluster with "
@@ -40,7 +41,7 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--epochs",), dict(type=int, metavar="N", help="epochs (default 1)")),
     (("--engine",), dict(choices=ENGINES, help="horovod | ddp | auto (horovod when importable)")),
     (("--backbone",), dict(choices=BACKBONES, help="SCNN backbone (default small)")),
-    (("--backend",), dict(metavar="NAME", help="local (default) | kubernetes")),
+    (("--backend",), dict(metavar="NAME", help="local (default) | kubernetes | azureml")),
     (("--pvc",), dict(dest="volumes", action="append", metavar="NAME:/MOUNT[:ro]",
                       help="mount a PVC in every rank (repeatable, runai --pvc)")),
     (("--image", "-i"), dict(metavar="IMAGE", help="container image (Kubernetes)")),
@@ -59,6 +60,11 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--project", "-p"), dict(dest="k8s.runai_project", metavar="PROJECT",
                                help="RUN:AI project: namespace runai-PROJECT and the runai scheduler")),
     (("--context",), dict(dest="k8s.context", metavar="CTX", help="kubeconfig context")),
+    (("--openshift",), dict(dest="k8s.openshift", action="store_true", default=None,
+                            help="pods for OpenShift's restricted SCC / Pod Security restricted: non-root UID, "
+                                 "sshd on port 2222 (default: when the cluster serves security.openshift.io)")),
+    (("--no-openshift",), dict(dest="k8s.openshift", action="store_false", default=None,
+                               help="root pods (sshd on port 22) even on OpenShift")),
     (("--run-dir",), dict(metavar="DIR", help="where rank 0 writes checkpoints, predictions, metrics")),
     (("--max-steps",), dict(type=int, metavar="N", help="stop after N global steps")),
     (("--num-workers",), dict(type=int, metavar="N", help="data-loader worker processes per rank (default 0)")),
@@ -71,7 +77,24 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--val-batch-size",), dict(type=int, metavar="N", help="validation batch size")),
     (("--cpu",), dict(metavar="QTY", help="CPU request per rank (Kubernetes quantity)")),
     (("--memory",), dict(metavar="QTY", help="memory request per rank (Kubernetes quantity)")),
+    # AzureML (--backend azureml): the workspace from these, else AZURE_SUBSCRIPTION_ID /
+    # AZURE_RESOURCE_GROUP / AZUREML_WORKSPACE_NAME, else config.json
+    (("--compute",), dict(dest="azureml.compute", metavar="NAME", help="AzureML compute cluster to run on")),
+    (("--subscription",), dict(dest="azureml.subscription_id", metavar="ID", help="Azure subscription id")),
+    (("--resource-group",), dict(dest="azureml.resource_group", metavar="RG", help="AzureML workspace's group")),
+    (("--workspace",), dict(dest="azureml.workspace", metavar="NAME", help="AzureML workspace")),
+    (("--azure-config",), dict(dest="azureml.config", metavar="PATH", help="AzureML workspace config.json")),
+    (("--azureml-environment",), dict(dest="azureml.environment", metavar="NAME:VERSION",
+                                      help="registered AzureML environment (default: build trainer/Dockerfile)")),
+    (("--instance-count", "--nodes"), dict(dest="azureml.instance_count", type=int, metavar="N",
+                                           help="AzureML nodes; --processes are split evenly over them")),
+    (("--shm-size",), dict(dest="azureml.shm_size", metavar="SIZE", help="AzureML /dev/shm size, e.g. 16g")),
+    (("--data-kind",), dict(dest="azureml.data_kind", choices=DATA_KINDS,
+                            help="AzureML: how --data reaches the job (auto: from its spelling; asset "
+                                 "azureml:NAME:VERSION, uri azureml://..., local: a folder here, uploaded)")),
+    (("--experiment",), dict(dest="azureml.experiment", metavar="NAME", help="AzureML experiment (default lanenb)")),
 ]
+_SECTIONS = ("k8s", "azureml")  # JOB_FLAGS dests "<section>.<option>" fill these TrainSpec parts
 _TRAINER_GROUP = "trainer options (passed to every rank)"
 
 
@@ -144,14 +167,15 @@ def _trainer_dests(parser: argparse.ArgumentParser) -> list[str]:
 def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
     """The ``TrainSpec`` fields the user actually gave (flags left out are not in the dict)."""
     fields: dict[str, Any] = {}
-    k8s: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
     for _flags, kw in JOB_FLAGS:
         dest = kw["dest"] if "dest" in kw else _flags[0].lstrip("-").replace("-", "_")
         value = getattr(ns, dest, None)
         if value is None:
             continue
-        if dest.startswith("k8s."):
-            k8s[dest[4:]] = value
+        section, _, option = dest.partition(".")
+        if option and section in _SECTIONS:
+            sections.setdefault(section, {})[option] = value
         elif dest == "_use_workers":  # the trainer's switch; TrainSpec only counts workers
             if not value:
                 fields["num_workers"] = 0
@@ -159,8 +183,7 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
                 fields["num_workers"] = 2
         else:
             fields[dest] = value
-    if k8s:
-        fields["k8s"] = k8s
+    fields.update(sections)
     extra = to_flags({d: getattr(ns, d) for d in _trainer_dests(parser) if getattr(ns, d, None) is not None})
     if extra:
         fields["extra_args"] = extra
@@ -179,8 +202,9 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     """
     data = dict(base or {})
     given = spec_fields_from_args(ns, parser)
-    if "k8s" in given and isinstance(data.get("k8s"), Mapping):
-        given["k8s"] = {**data["k8s"], **given["k8s"]}
+    for section in _SECTIONS:
+        if section in given and isinstance(data.get(section), Mapping):
+            given[section] = {**data[section], **given[section]}
     if "extra_args" in given and data.get("extra_args"):
         given["extra_args"] = list(data["extra_args"]) + given["extra_args"]
     data.update(given)

@@ -48,6 +48,9 @@ class Backend(abc.ABC):
 
     name: str = ""
     runs_here: bool = False  # True: jobs run on this machine (local paths, a local run dir)
+    # True: ``datasets()`` names volumes (PVCs) that a launch form mounts for the ranks; False:
+    # the spec's ``dataset`` is used as it is (a folder here, an AzureML data asset or URI)
+    datasets_are_volumes: bool = False
 
     @classmethod
     def spec_from_dict(cls, data: dict[str, Any]) -> Any:

@@ -30,6 +30,7 @@ class BackendError(UserError, ValueError):
 _BACKENDS: Registry[Backend] = Registry("backend", {
     "local": "lanenb.backends.local:LocalBackend",
     "kubernetes": "lanenb.backends.kubernetes:KubernetesBackend",
+    "azureml": "lanenb.backends.azureml:AzureMLBackend",  # the SDK (azure-ai-ml) is imported on first use
     "kubernetes-fetch": "lanenb.backends.fetch:KubernetesFetchBackend",  # dataset fetch Jobs
 }, error=BackendError)
 _REGISTRY: dict[str, Factory | str] = _BACKENDS.entries

@@ -14,6 +14,7 @@ from lanenb.contract.fields import (
     check_choice,
     check_rfc1123_label,
     check_rfc1123_subdomain,
+    coerce_bool,
     coerce_env,
     coerce_int,
     coerce_opt_str,
@@ -47,6 +48,9 @@ class KubernetesOptions:
         nccl_env: ``NCCL_*`` variables for every rank.
         rdma_resources: RDMA device requests per pod, e.g. ``{"rdma/shared_ib": 1}``.
         context: the kubeconfig context (None: the current one).
+        openshift: render pods that pass OpenShift's ``restricted`` SCC and Pod Security
+            "restricted" (non-root arbitrary UID, sshd on port 2222, keys under a writable
+            ``HOME``); None: on when the API server serves ``security.openshift.io``.
 
     Raises:
         SpecError: a bad option; the message names it as ``k8s.<option>``.
@@ -64,6 +68,7 @@ class KubernetesOptions:
     nccl_env: dict[str, str] = field(default_factory=dict)
     rdma_resources: dict[str, int] = field(default_factory=dict)
     context: str | None = None
+    openshift: bool | None = None
 
     def __post_init__(self) -> None:
         p = "k8s."
@@ -104,6 +109,12 @@ class KubernetesOptions:
             rdma[key] = coerce_int(p + f"rdma_resources[{key}]", count, 1)  # type: ignore[assignment]
         self.rdma_resources = rdma
         self.context = coerce_opt_str(p + "context", self.context)
+        if self.openshift is not None:
+            self.openshift = coerce_bool(p + "openshift", self.openshift)
+            if self.openshift and self.rdma_resources:
+                raise SpecError(p + "openshift", self.openshift,
+                                "RDMA pods need the IPC_LOCK capability, which the restricted policy forbids; "
+                                "run RDMA jobs with openshift=False under an SCC that allows IPC_LOCK")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lanenb.contract.azureml_options import AzureMLOptions
 from lanenb.contract.fields import (
     check_choice,
     check_rfc1123_label,
@@ -36,7 +37,7 @@ from lanenb_trainer.config import BACKBONES, ENGINES, global_batch  # one list f
 from lanenb_trainer.flags import to_flags
 from lanenb_trainer.model_registry import list_models
 
-__all__ = ["SpecError", "VolumeMount", "KubernetesOptions", "TrainSpec", "generate_job_name",
+__all__ = ["SpecError", "VolumeMount", "KubernetesOptions", "AzureMLOptions", "TrainSpec", "generate_job_name",
            "ENGINES", "BACKBONES", "PULL_POLICIES", "CLEAN_POD_POLICIES"]
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
@@ -63,7 +64,7 @@ class TrainSpec:
         epochs: passes over the training split.
         engine: ``auto`` (Horovod when importable), ``horovod`` or ``ddp``.
         backbone: a backbone of the model registry: small, vgg16, resnet18, resnet34.
-        image: the trainer's container image (Kubernetes).
+        image: the trainer's container image (Kubernetes; AzureML without ``azureml.environment``).
         image_pull_policy: Always, IfNotPresent or Never.
         volumes: PVCs to mount in every rank, ``"name:/mount[:ro]"`` (``runai --pvc``).
         env: variables for every rank, a dict or ``KEY=VALUE`` strings (``runai -e``);
@@ -75,7 +76,7 @@ class TrainSpec:
             locally the run directory and dataset).
         pvc_name: the PVC to snapshot.
         name: the job name, an RFC 1123 label (default ``lane-<time>-<random>``).
-        backend: where it runs: ``local`` or ``kubernetes`` (``available_backends()``).
+        backend: where it runs: ``local``, ``kubernetes`` or ``azureml`` (``available_backends()``).
         namespace: Kubernetes namespace (None: the kubeconfig context's, or the pod's).
         run_dir: where rank 0 writes (None: the backend's default).
         extra_args: more trainer flags, one argv item each (``["--lr", "0.02"]``); they come
@@ -85,6 +86,9 @@ class TrainSpec:
         use_val: hold out a validation split and evaluate each epoch.
         val_batch_size: validation batch (None: the trainer's default).
         k8s: :class:`KubernetesOptions` or a dict of them.
+        azureml: :class:`AzureMLOptions` or a dict of them (``compute`` is required with
+            ``backend='azureml'``; the backend's check wants ``processes`` to split evenly over
+            ``instance_count``).
 
     Raises:
         SpecError: the first bad field (``check(first=False)`` or ``validate`` lists all),
@@ -117,6 +121,7 @@ class TrainSpec:
     use_val: bool = True
     val_batch_size: int | None = None
     k8s: KubernetesOptions = field(default_factory=KubernetesOptions)
+    azureml: AzureMLOptions = field(default_factory=AzureMLOptions)
 
     def __post_init__(self) -> None:
         self.check(first=True)
@@ -160,7 +165,8 @@ class TrainSpec:
             coerce("enable_snapshot", coerce_bool),
             self._apply_runai_env, self._check_snapshot, self._check_name, self._check_backend,
             self._check_secret_refs, self._check_namespace, self._check_run_dir, self._check_extra_args,
-            coerce("use_val", coerce_bool), self._check_k8s, self._check_local_gpus,
+            coerce("use_val", coerce_bool), self._check_k8s, self._check_azureml,
+            self._check_local_gpus,
         ]
 
     def _coerce(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], None]:
@@ -259,6 +265,16 @@ class TrainSpec:
     def _check_k8s(self) -> None:
         self.k8s = KubernetesOptions.from_dict(self.k8s)
 
+    def _check_azureml(self) -> None:
+        self.azureml = AzureMLOptions.from_dict(self.azureml)
+        if self.backend != "azureml":
+            return
+        if self.azureml.compute is None:
+            raise SpecError("azureml.compute", None, "is required with backend='azureml': the compute cluster "
+                            "to run on (--compute NAME)")
+        if isinstance(self.dataset, str):
+            self.azureml.check_dataset(self.dataset)
+
     def _check_local_gpus(self) -> None:
         if self.backend == "local" and isinstance(self.gpus, int) and self.gpus:
             import shutil
@@ -298,6 +314,7 @@ class TrainSpec:
         data["env"] = dict(self.env)
         data["extra_args"] = list(self.extra_args)
         data["k8s"] = self.k8s.to_dict()
+        data["azureml"] = self.azureml.to_dict()
         return data
 
     @classmethod

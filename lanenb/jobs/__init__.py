@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lanenb.contract.backend import Backend, LogLine, RunDirGoneError
 from lanenb.contract.backends import BackendError, available_backends, get_backend, register_backend
-from lanenb.contract.spec import KubernetesOptions, SpecError, TrainSpec, VolumeMount
+from lanenb.contract.spec import AzureMLOptions, KubernetesOptions, SpecError, TrainSpec, VolumeMount
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.contract.validate import Problem, validate
 from lanenb.home import lanenb_home
@@ -18,7 +18,7 @@ from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRegistry
 
 __all__ = [
-    "TrainSpec", "VolumeMount", "KubernetesOptions", "SpecError",
+    "TrainSpec", "VolumeMount", "KubernetesOptions", "AzureMLOptions", "SpecError",
     "JobState", "JobStatus", "Job", "submit", "get_job", "list_jobs", "default_run_dir",
     "JobRegistry", "JobExistsError", "JobNotFoundError", "lanenb_home",
     "Update", "UpdateBatch", "Problem", "validate",

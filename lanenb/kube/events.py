@@ -44,12 +44,19 @@ _BLOCKING = {
 }
 
 
+# The API server's words when a namespace's Pod Security level refuses a pod.
+_POD_SECURITY = "violates PodSecurity"
+_POD_SECURITY_HINT = ("; the namespace enforces Pod Security: submit with k8s.openshift=True (--openshift) for "
+                      "non-root pods that pass the restricted level")
+
+
 def event_problem(events: list[dict[str, Any]]) -> str | None:
     """The newest event that keeps the job from starting, in words, or None."""
     for event in reversed(events):
         reason = event.get("reason") or ""
         if reason in _BLOCKING:
             obj = event.get("involvedObject") or {}
-            return (f"{_BLOCKING[reason]} ({reason} on {obj.get('kind', 'object')} {obj.get('name')}): "
-                    f"{(event.get('message') or '').strip()}")
+            message = (event.get("message") or "").strip()
+            hint = _POD_SECURITY_HINT if _POD_SECURITY in message and "runAsNonRoot" in message else ""
+            return f"{_BLOCKING[reason]} ({reason} on {obj.get('kind', 'object')} {obj.get('name')}): {message}{hint}"
     return None

@@ -162,7 +162,8 @@ class LaneMagics(Magics):
         from lanenb.notebook.view import JobView
 
         job = submit(spec)
-        where = "this machine" if job.backend.runs_here else f"{spec.backend} (namespace {job.handle.get('namespace')})"
+        scope = next((f" ({key} {job.handle[key]})" for key in ("namespace", "workspace") if job.handle.get(key)), "")
+        where = "this machine" if job.backend.runs_here else f"{spec.backend}{scope}"
         print(f"launched {job.name} on {where}: {spec.processes} process(es) x {max(spec.gpus, 0)} GPU(s), "
               f"batch {spec.batch_size} per rank = global batch {spec.global_batch}; "
               f"run dir {job.run_dir}")

@@ -3,8 +3,8 @@
 Every control maps to a ``TrainSpec`` field; after each change the panel runs
 ``lanenb.contract.validate`` (the same checks the magic and the CLI hit) and disables Launch with
 every problem listed. Bounds come from the backend (``Backend.capacity``: this machine's GPUs
-or cores, the cluster's allocatable ``nvidia.com/gpu``), datasets from ``Backend.datasets``
-(folders under the data roots, PVCs in the namespace).
+or cores, the cluster's allocatable ``nvidia.com/gpu``, an AzureML compute cluster's nodes x its
+VM's GPUs), datasets from ``Backend.datasets`` (folders under the data roots, PVCs in the namespace).
 """
 
 from __future__ import annotations
@@ -35,10 +35,12 @@ class TrainPanel(widgets.VBox):
     job is shown below the form in a ``JobView`` and is in ``panel.job``.
 
     Args:
-        backend: initial backend (``local`` or ``kubernetes``).
-        dataset: initial dataset path (local) or PVC name (Kubernetes).
+        backend: initial backend (``local``, ``kubernetes``, ``azureml``).
+        dataset: initial dataset path (local), PVC name (Kubernetes) or data reference (AzureML).
         namespace: Kubernetes namespace for PVCs and jobs.
-        **defaults: other initial ``TrainSpec`` fields (``processes``, ``batch_size``, ...).
+        **defaults: other initial ``TrainSpec`` fields (``processes``, ``batch_size``, ...);
+            ``k8s=`` and ``azureml=`` options also reach the backend's capacity question (e.g.
+            ``azureml={"compute": "gpu-cluster"}``: the cluster whose nodes bound the form).
 
     Raises:
         traitlets.TraitError: ``backend`` is not one of ``available_backends()``.
@@ -50,6 +52,7 @@ class TrainPanel(widgets.VBox):
         self.view: JobView | None = None
         self.problems: list[Any] = []
         self._local = True  # the backend runs jobs on this machine (set by _on_backend)
+        self._volumes = False  # the backend's datasets are PVCs the form mounts (set by _on_backend)
         self._lock = threading.Lock()
         style = {"description_width": "110px"}
         wide = widgets.Layout(width="460px")
@@ -105,8 +108,10 @@ class TrainPanel(widgets.VBox):
         try:
             backend = get_backend(name)
             self._local = backend.runs_here
+            self._volumes = backend.datasets_are_volumes
+            options = {k: self._defaults[k] for k in ("k8s", "azureml") if k in self._defaults}
             probe = None if self._local else TrainSpec(dataset="/", backend=name, namespace=self.namespace.value
-                                                            or "default")
+                                                            or "default", **options)
             cap = backend.capacity(probe)
             self.dataset.options = tuple(backend.datasets(probe))
         except Exception as exc:  # an unreachable cluster: say so, keep the form usable
@@ -117,7 +122,10 @@ class TrainPanel(widgets.VBox):
         self.processes.max = max(1, cap["processes"])
         self.gpus.max = cap["gpus_per_process"]
         self.gpus.disabled = cap["gpus_per_process"] == 0
-        self.dataset.placeholder = "dataset folder" if self._local else "PVC name"
+        self.dataset.placeholder = ("dataset folder" if self._local else "PVC name" if self._volumes
+                                    else "dataset (a data reference or a folder)")
+        self.subpath.layout.display = "" if self._volumes else "none"
+        self.namespace.layout.display = "" if self._volumes else "none"
         self.check(note)
 
     def spec_fields(self) -> dict[str, Any]:
@@ -140,6 +148,9 @@ class TrainPanel(widgets.VBox):
             fields["extra_args"] = extra
         dataset = self.dataset.value.strip()
         if self._local:
+            fields["dataset"] = dataset
+        elif not self._volumes:
+            fields["image"] = self.image.value.strip() or None
             fields["dataset"] = dataset
         else:
             fields["namespace"] = self.namespace.value.strip()

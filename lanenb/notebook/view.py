@@ -20,11 +20,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lanenb.analysis.chartdata import STATIC_LIMIT, rank_table, run_png, run_rows, run_specs
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.runstate import RunState, fill_config, format_duration
-from lanenb.charts.png import render_run
 from lanenb.jobs import RunDirGoneError
 from lanenb.jobs.job import Job
+from lanenb.notebook.charts_widget import LiveCharts
 from lanenb.notebook.fallback import StaticFallback
 
 __all__ = ["JobView"]
@@ -51,7 +52,8 @@ class JobView(StaticFallback, widgets.VBox):
         job: the ``Job`` to watch (from ``submit``, ``get_job`` or ``%lanetrain``).
         refresh: seconds between polls (>= 0.1); 0.5 s by default, so an event is on screen
             within about half a second (nvdashboard refreshes at 1 s).
-        chart_interval: seconds between chart redraws while running (charts are the costly part).
+        chart_interval: seconds between chart updates while running (each sends the charts'
+            bounded rows; the browser applies only what changed).
         log_lines: lines shown in the log pane (the state keeps more).
         start: start the background thread now (False: call ``start()`` once it is displayed).
         **kwargs: passed to ``ipywidgets.VBox`` (``layout`` ...).
@@ -103,7 +105,7 @@ class JobView(StaticFallback, widgets.VBox):
         self.stop_button.on_click(self._on_stop)
         self.banner = widgets.HTML()
         self.ranks = widgets.HTML()
-        self.charts = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.charts = LiveCharts(layout=widgets.Layout(width="100%"))
         self.rank_filter = widgets.Dropdown(options=[("all ranks", "all")], value="all", description="log",
                                             layout=widgets.Layout(width="220px"))
         self.errors_only = widgets.Checkbox(value=False, description="errors only", indent=False)
@@ -167,6 +169,7 @@ class JobView(StaticFallback, widgets.VBox):
             self.refreshes += 1
         if batch.final:
             self._render(charts=True)
+            self._render_png()
             self.stop_button.disabled = True
             self.final = True
             self.refresh_display()
@@ -246,13 +249,13 @@ class JobView(StaticFallback, widgets.VBox):
             errors = list(s.errors)
             rank_rows = self._rank_table()
             ranks = s.ranks()
-            png = None
-            chart_key = (s.events_seen, s.state)  # a new state alone (the end) retitles the chart
+            drawn = None
+            chart_key = (s.events_seen, s.state)
             if charts and chart_key != self._charted_events:
-                png = render_run(s, title=f"{self.job.name}: {s.state}", verdict=str(verdict))
+                drawn = run_specs(s), run_rows(s)
                 self._charted_events = chart_key
-        if png is not None:
-            self._png = png
+        if drawn is not None:
+            self.charts.draw(*drawn)
             self._charted_at = time.monotonic()
         with self.hold_sync():
             self.title.value = title
@@ -272,35 +275,30 @@ class JobView(StaticFallback, widgets.VBox):
             options = [("all ranks", "all"), ("launcher", None)] + [(f"rank {r}", r) for r in ranks]
             if [o[1] for o in self.rank_filter.options] != [o[1] for o in options]:
                 self.rank_filter.options = options
-            if png is not None or (self.charts.value == b"" and self._png):
-                self.charts.value = self._png or b""
         self._render_log()
 
     def _rank_table(self) -> str:
-        last = self.state.system_last
-        split = self.state.breakdown()
-        if not last and not split:
+        rows = rank_table(self.state)
+        if not rows:
             return ""
-        gpu = any("gpu_util" in v for v in last.values())
-        hosts = self.state.hosts
-        multi = len(set(hosts.values())) > 1
+        gpu = any(r["gpu_util"] is not None for r in rows)
+        multi = len({r["host"] for r in rows if r["host"]}) > 1
+        timed = any(r["step_s"] is not None for r in rows)
         head = ["rank"] + (["host"] if multi else []) + (["GPU %", "GPU MiB"] if gpu else []) + ["CPU %", "RSS MiB"]
-        if split:
+        if timed:
             head += ["s/step", "data", "compute", "exchange", "other"]
-        rows = []
-        for rank in sorted(set(last) | set(split)):
-            v = last.get(rank, {})
-            cells = [str(rank)] + ([html.escape(hosts.get(rank, "-"))] if multi else [])
+        cells_html = []
+        for r in rows:
+            cells = [str(r["rank"])] + ([html.escape(r["host"] or "-")] if multi else [])
             if gpu:
-                cells += [_fmt(v.get("gpu_util")), f"{_fmt(v.get('gpu_mem_mb'))} / {_fmt(v.get('gpu_mem_total_mb'))}"]
-            cells += [_fmt(v.get("cpu_percent")), _fmt(v.get("rss_mb"))]
-            if split:
-                b = split.get(rank)
-                cells += ([f"{b['step_s']:.3g}"] + [f"{b[p]:.0%}" for p in ("data", "compute", "exchange", "other")]
-                          if b else ["-"] * 5)
-            rows.append("<tr>" + "".join(f"<td style='padding:0 8px'>{c}</td>" for c in cells) + "</tr>")
+                cells += [_fmt(r["gpu_util"]), f"{_fmt(r['gpu_mem_mb'])} / {_fmt(r['gpu_mem_total_mb'])}"]
+            cells += [_fmt(r["cpu_percent"]), _fmt(r["rss_mb"])]
+            if timed:
+                cells += ([f"{r['step_s']:.3g}"] + [f"{r[p]:.0%}" for p in ("data", "compute", "exchange", "other")]
+                          if r["step_s"] is not None else ["-"] * 5)
+            cells_html.append("<tr>" + "".join(f"<td style='padding:0 8px'>{c}</td>" for c in cells) + "</tr>")
         heads = "".join(f"<th>{h}</th>" for h in head)
-        return f"<table><tr>{heads}</tr>{''.join(rows)}</table>"
+        return f"<table><tr>{heads}</tr>{''.join(cells_html)}</table>"
 
     def _render_log(self) -> None:
         with self._lock:
@@ -319,6 +317,18 @@ class JobView(StaticFallback, widgets.VBox):
             + "".join(rows) + f"</div><small>{len(entries)} shown, {seen} lines received</small>")
 
     # ------------------------------------------------------------------ headless
+    def _render_png(self) -> None:
+        """The final charts as one PNG for the saved notebook (headless runs show it; JupyterLab
+        shows the live widget). Drawn once, at the end, in a process of its own (a few seconds
+        for a long run's grid, the kernel free meanwhile); a failure keeps the text only."""
+        with self._lock:
+            title = f"{self.job.name}: {self.state.state}"
+            specs, rows = run_specs(self.state), run_rows(self.state, STATIC_LIMIT)
+        try:
+            self._png = run_png(specs, rows, title=title)
+        except (RuntimeError, ValueError, OSError) as exc:
+            self.last_error = f"static chart image: {exc}"
+
     def static_png(self) -> bytes | None:
         return self._png
 

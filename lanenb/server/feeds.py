@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from lanenb.analysis.chartdata import rank_table, run_rows, run_specs
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.runstate import RunState, fill_config
@@ -48,7 +49,8 @@ def update_dict(update: Update) -> dict[str, Any]:
     if update.status is not None:
         out["status"] = update.status.to_dict()
     if update.line is not None:
-        out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source}
+        out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source,
+                       "error": update.line.error}  # what the views highlight: one rule (LogLine.error)
         text: str | None = update.line.text
         if update.event is not None:
             out["event"] = update.event.to_dict()
@@ -145,14 +147,17 @@ class JobFeed:
     def view(self) -> dict[str, Any]:
         """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
         metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
-        plus the headline ``accuracy`` and the doctor's ``verdict`` (``Verdict.to_dict()``).
-        Built once per change of the state, however many tabs ask for the charts."""
+        plus the headline ``accuracy``, the doctor's ``verdict`` (``Verdict.to_dict()``) and the
+        ``charts``: the panel specs and their rows, the same ones the notebook's view draws.
+        Built once per read of the log, however many tabs ask for the charts."""
         with self._lock:
             key = (self.reads, self.state.events_seen, self.state.state, len(self.state.logs))
             if self._view is None or self._view[0] != key:
                 data = self.state.to_dict()
                 data["accuracy"] = self.state.accuracy()
                 data["verdict"] = diagnose(self.state).to_dict()
+                data["charts"] = {"specs": run_specs(self.state), "rows": run_rows(self.state)}
+                data["ranks"] = rank_table(self.state)
                 data.pop("errors", None)  # tracebacks: the log shows them
                 data["name"] = self.job.name
                 self._view = (key, data)

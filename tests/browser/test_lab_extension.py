@@ -66,5 +66,7 @@ def test_sidebar_jobs_panel_stop_and_restore_in_chromium(tmp_path):
     assert result.returncode == 0, report[-8000:]
     restored = root / "restored-ui-run"
     assert restored.is_dir() and any(restored.iterdir()), "the sidebar's Restore left no directory"
-    for shot in ("job-panel.png", "stop-dialog.png", "sidebar.png", "restored.png"):
+    for shot in ("notebook-view.png", "job-panel-hover.png", "job-panel-toggle.png", "job-panel.png",
+                 "job-panel-dark.png", "job-panel-running.png", "stop-dialog.png", "sidebar.png", "snapshot-diff.png",
+                 "restored.png"):
         assert (artifacts / shot).stat().st_size > 10_000, shot

@@ -24,8 +24,8 @@ from lanenb.jobs import (
 
 
 def test_unknown_backend_lists_the_known_ones():
-    with pytest.raises(BackendError,
-                       match="unknown backend 'slurm'; available backends: kubernetes, kubernetes-fetch, local"):
+    with pytest.raises(BackendError, match="unknown backend 'slurm'; available backends: azureml, kubernetes, "
+                                           "kubernetes-fetch, local"):
         get_backend("slurm")
     with pytest.raises(BackendError, match="backend factory for 'x' must be callable or 'module:attribute'"):
         register_backend("x", "not-a-path")

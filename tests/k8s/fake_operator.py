@@ -10,8 +10,14 @@ the batch Job controller, the kubelet), in miniature:
   status ever);
 - it creates worker pods, then (once they run) the launcher Job ``<name>-launcher`` with the
   replica's template and ``runPolicy.backoffLimit``; the Job controller makes the launcher pod
-  (random suffix). Pod creation can be refused (``refuse_pods``: quota, Pod Security), which
-  is a ``FailedCreate`` Warning event on the Job and no pod;
+  (random suffix), each pod with what ``newWorker``/``newLauncherPodTemplate`` add: the
+  ``<name>-ssh`` Secret at ``sshAuthMountPath`` (``setupSSHOnPod``: mode 0600 only at
+  ``/root/.ssh``), the ``<name>-config`` ConfigMap at ``/etc/mpi`` on the launcher,
+  ``K_MPI_JOB_ROLE``;
+- the API server refuses a pod that breaks its namespace's Pod Security level (a namespace
+  labelled ``pod-security.kubernetes.io/enforce: restricted``, see ``pod_security``), or one
+  ``refuse_pods`` names (a quota): a ``FailedCreate`` Warning event on the launcher Job
+  (``MPIJobFailed`` on the MPIJob for a worker) and no pod;
 - the kubelet really runs the launcher's command locally and turns its output into the pod's
   log. With ``OnFailure`` a failed container restarts in place (training reruns from step 0)
   and once restarts exceed the backoff limit the Job controller deletes the pod, log and all;
@@ -35,23 +41,53 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kube_emulator import JOBS, MPIJOBS, NODES, PODS, PVCS, KubeEmulator, now_rfc3339
+from kube_emulator import JOBS, MPIJOBS, NAMESPACES, NODES, PODS, PVCS, KubeEmulator, now_rfc3339
+from pod_security import admission_error
 
 JOB_NAME = "training.kubeflow.org/job-name"
 JOB_ROLE = "training.kubeflow.org/job-role"
 REPLICA_INDEX = "training.kubeflow.org/replica-index"
+ROOT_SSH_PATH = "/root/.ssh"  # the operator's rootSSHPath
+CONFIG_MOUNT_PATH = "/etc/mpi"
+# The image's entrypoint (trainer/Dockerfile COPYs trainer/entrypoint.sh there): this kubelet runs
+# the repository's copy, as root, where it only runs the command it is given.
+IMAGE_FILES = {"/usr/local/bin/lanenb-entrypoint": os.path.join(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))), "trainer", "entrypoint.sh")}
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def local_argv(argv: list[str]) -> list[str]:
     """The container's argv made runnable here: this interpreter, oversubscribed mpirun."""
-    out = list(argv)
+    out = [IMAGE_FILES.get(a, a) for a in argv]
     if "mpirun" in out:  # run directly or by the launcher wrapper (lanenb_trainer.launcher -- mpirun ...)
         out.insert(out.index("mpirun") + 1, "--oversubscribe")
     for i in range(len(out) - 2):
         if out[i] == "python" and out[i + 1] == "-m":
             out[i] = sys.executable
     return out
+
+
+def add_operator_parts(job: dict, pod_spec: dict, role: str) -> None:
+    """What the operator adds to each pod template (``setupSSHOnPod``, the launcher's config volume,
+    ``K_MPI_JOB_ROLE``), so that admission sees the pod the operator really creates."""
+    name = job["metadata"]["name"]
+    ssh_path = job["spec"].get("sshAuthMountPath") or ROOT_SSH_PATH
+    secret: dict = {"secretName": f"{name}-ssh", "items": [
+        {"key": "ssh-privatekey", "path": "id_rsa"}, {"key": "ssh-publickey", "path": "id_rsa.pub"},
+        {"key": "ssh-publickey", "path": "authorized_keys"}]}
+    if ssh_path == ROOT_SSH_PATH:
+        secret["defaultMode"] = 0o600
+    volumes = pod_spec.setdefault("volumes", [])
+    volumes.append({"name": "ssh-auth", "secret": secret})
+    container = pod_spec["containers"][0]
+    mounts = container.setdefault("volumeMounts", [])
+    mounts.append({"name": "ssh-auth", "mountPath": ssh_path})
+    if role == "launcher":
+        volumes.append({"name": "mpi-job-config", "configMap": {"name": f"{name}-config", "items": [
+            {"key": "hostfile", "path": "hostfile", "mode": 0o444},
+            {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555}]}})
+        mounts.append({"name": "mpi-job-config", "mountPath": CONFIG_MOUNT_PATH})
+    container.setdefault("env", []).append({"name": "K_MPI_JOB_ROLE", "value": role})
 
 
 def operator_validation_errors(job: dict) -> list[str]:
@@ -146,7 +182,12 @@ class FakeCluster:
 
     def _create_pod(self, ns: str, body: dict, owner: dict) -> dict | None:
         """Create a pod, unless the apiserver refuses it (then a FailedCreate-style event, None)."""
-        why = self.refuse_pods(body) if self.refuse_pods else None
+        meta = body["metadata"]
+        if not meta.get("name"):  # the apiserver names it before admission, so the refusal names it
+            meta["name"] = meta["generateName"] + os.urandom(3).hex()[:5]
+        why = (self.refuse_pods(body) if self.refuse_pods else None) or \
+            admission_error(body, self.emulator.get(NAMESPACES, None, ns) if NAMESPACES in self.emulator.store
+                            else None)
         if why:
             if owner.get("kind") == "Job":
                 self._event(ns, owner, "FailedCreate", f"Error creating: {why}", component="job-controller")
@@ -169,6 +210,7 @@ class FakeCluster:
                   REPLICA_INDEX: str(index)}
         spec = template["spec"]
         spec["restartPolicy"] = job["spec"]["mpiReplicaSpecs"]["Worker"]["restartPolicy"]
+        add_operator_parts(job, spec, "worker")
         return {"metadata": {"name": f"{meta['name']}-worker-{index}", "labels": labels,
                              "ownerReferences": [self._owner_ref(job)]}, "spec": spec}
 
@@ -300,6 +342,7 @@ class FakeCluster:
         if launcher_job is None:
             template = copy.deepcopy(replicas["Launcher"]["template"])
             template["spec"]["restartPolicy"] = replicas["Launcher"]["restartPolicy"]  # replica's wins
+            add_operator_parts(job, template["spec"], "launcher")
             launcher_job = self.emulator.create(JOBS, ns, {
                 "metadata": {"name": f"{name}-launcher", "ownerReferences": [self._owner_ref(current)]},
                 "spec": {"backoffLimit": (job["spec"].get("runPolicy") or {}).get("backoffLimit", 6),

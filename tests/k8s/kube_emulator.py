@@ -47,20 +47,25 @@ NODES: ResKey = ("", "v1", "nodes")
 JOBS: ResKey = ("batch", "v1", "jobs")
 SNAPSHOT_CLASSES: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses")
 STORAGE_CLASSES: ResKey = ("storage.k8s.io", "v1", "storageclasses")
+NAMESPACES: ResKey = ("", "v1", "namespaces")
+# OpenShift's SecurityContextConstraints: installing it makes /apis list security.openshift.io,
+# as an OpenShift API server does.
+SCCS: ResKey = ("security.openshift.io", "v1", "securitycontextconstraints")
 
 KINDS = {
     PODS: "Pod",
     PVCS: "PersistentVolumeClaim",
     EVENTS: "Event",
-    ("", "v1", "namespaces"): "Namespace",
+    NAMESPACES: "Namespace",
     ("", "v1", "nodes"): "Node",
     MPIJOBS: "MPIJob",
     JOBS: "Job",
     SNAPSHOTS: "VolumeSnapshot",
     SNAPSHOT_CLASSES: "VolumeSnapshotClass",
     STORAGE_CLASSES: "StorageClass",
+    SCCS: "SecurityContextConstraints",
 }
-CLUSTER_SCOPED = {("", "v1", "namespaces"), ("", "v1", "nodes"), SNAPSHOT_CLASSES, STORAGE_CLASSES}
+CLUSTER_SCOPED = {NAMESPACES, ("", "v1", "nodes"), SNAPSHOT_CLASSES, STORAGE_CLASSES, SCCS}
 
 
 def now_rfc3339(nano: bool = False) -> str:

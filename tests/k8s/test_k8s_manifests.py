@@ -30,6 +30,7 @@ VARIANTS = {
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "clean_pod_policy": "All", "ttl_seconds_after_finished": 3600,
         "active_deadline_seconds": 86400}),
+    "openshift-restricted": dict(processes=4, large_shm=True, k8s={"slots_per_worker": 2, "openshift": True}),
     "resources": dict(cpu="4", memory="16Gi", volumes=["data:/data:ro", "out:/out"], image_pull_policy="Always",
                       dataset="/data/tusimple"),
 }

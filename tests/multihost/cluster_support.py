@@ -19,10 +19,16 @@ an MPIJob, done here from the MPIJob that ``lanenb``'s manifest builder produced
   ``trainer/ssh/ssh_config`` as the image's ssh drop-in;
 - ``launcherCreationPolicy: WaitForWorkersReady``: the launcher starts once every worker pod is
   Ready, i.e. its container started and its ``readinessProbe`` (if any; ``tcpSocket`` as the
-  kubelet runs it) succeeded.
+  kubelet runs it) succeeded;
+- a pod whose ``securityContext`` says ``runAsNonRoot`` without a ``runAsUser`` runs as OpenShift's
+  restricted SCC runs it: an arbitrary UID from the namespace's range (:data:`SCC_UID`) with GID 0
+  and no passwd entry, each pod with its own copy of the image's ``/etc/passwd`` (group-writable,
+  as trainer/Dockerfile leaves it); its emptyDir volumes are fresh 0777 directories.
 
-The machine stands in for the image: its Python (with lanenb_trainer importable), Open MPI and
-sshd. Every name starts with ``PREFIX``; :func:`cleanup_leftovers` removes what a crashed run left.
+The machine stands in for the image: its Python, Open MPI and sshd, the repository's ``trainer/``
+as the image's WORKDIR ``/opt/lanenb`` (the launcher's working directory, which mpirun gives the
+ranks too, so both run this checkout's ``lanenb_trainer``), and :data:`IMAGE_FILES` at their image
+paths. Every name starts with ``PREFIX``; :func:`cleanup_leftovers` removes what a crashed run left.
 """
 
 from __future__ import annotations
@@ -48,6 +54,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SSH_FILES = REPO / "trainer" / "ssh"  # the files trainer/Dockerfile COPYs into the image
 POD = HERE / "pod.py"
+IMAGE_WORKDIR = REPO / "trainer"  # the image's WORKDIR /opt/lanenb (lanenb_trainer inside)
+IMAGE_FILES = {"/usr/local/bin/lanenb-entrypoint": str(REPO / "trainer" / "entrypoint.sh")}
+SCC_UID, SCC_GID = 1000770000, 0  # what the restricted SCC gives a pod: the range's first UID, group 0
+ROOT_SSH_PATH = "/root/.ssh"  # the operator's rootSSHPath: the Secret's mode is 0600 only there
 MPI_CONFIG_MOUNT = "/etc/mpi"  # the operator's configMountPath (fixed in its code)
 # What newLauncherPodTemplate appends for mpiImplementation OpenMPI (ompiEnvVars + slots + NVIDIA).
 def operator_launcher_env(slots: int) -> dict[str, str]:
@@ -131,8 +141,22 @@ def prepare_machine() -> None:
         Path(d).mkdir(parents=True, exist_ok=True)
 
 
-def write_ssh_secret(mount_dir: Path) -> None:
-    """The operator's ``<job>-ssh`` Secret as the kubelet mounts it at ``sshAuthMountPath``."""
+def exposed_paths() -> list[str]:
+    """The folders holding this machine's Python that other UIDs cannot reach (a pyenv under
+    root's 0700 home), for ``pod.py --expose``: an image's Python is readable by any UID."""
+    out: list[str] = []
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        parts = Path(prefix).resolve().parts
+        for i in range(2, len(parts)):
+            if not Path(*parts[:i]).stat().st_mode & 0o001:
+                out.append(str(Path(*parts[:i + 1])))
+                break
+    return list(dict.fromkeys(out))
+
+
+def write_ssh_secret(mount_dir: Path, mode: int = 0o600) -> None:
+    """The operator's ``<job>-ssh`` Secret as the kubelet mounts it at ``sshAuthMountPath`` (``mode``:
+    the volume's defaultMode, 0600 at /root/.ssh, else the Secret volume default 0644)."""
     mount_dir.mkdir(parents=True)
     stamp = mount_dir / "..2025_01_01_00_00_00.000000001"
     stamp.mkdir()
@@ -140,7 +164,7 @@ def write_ssh_secret(mount_dir: Path) -> None:
     sh(["ssh-keygen", "-q", "-t", "ecdsa", "-b", "521", "-m", "PEM", "-N", "", "-C", "", "-f", str(key)], timeout=30)
     shutil.copy(stamp / "id_rsa.pub", stamp / "authorized_keys")
     for name in ("id_rsa", "id_rsa.pub", "authorized_keys"):
-        os.chmod(stamp / name, 0o600)  # DefaultMode 0600 when the mount path is /root/.ssh
+        os.chmod(stamp / name, mode)
     os.symlink(stamp.name, mount_dir / "..data")
     for name in ("id_rsa", "id_rsa.pub", "authorized_keys"):
         os.symlink(f"..data/{name}", mount_dir / name)
@@ -186,12 +210,33 @@ class SimCluster:
         self.launcher_container = replicas["Launcher"]["template"]["spec"]["containers"][0]
         self.worker_container = replicas["Worker"]["template"]["spec"]["containers"][0]
         self.ssh_mount = spec["sshAuthMountPath"]
+        self.run_as = {role: self._scc_user(replicas[replica]["template"]["spec"])
+                       for role, replica in (("launcher", "Launcher"), ("worker", "Worker"))}
+        self.empty_dirs = {role: self._empty_dirs(replicas[replica]["template"]["spec"])
+                           for role, replica in (("launcher", "Launcher"), ("worker", "Worker"))}
         service = f"{self.name}-worker"
         for i, role in [(i, f"w{i}") for i in range(self.workers)] + [(self.workers, "l")]:
             hostname = f"{self.name}-worker-{i}" if role != "l" else f"{self.name}-launcher"
             self.hosts.append(Host(ns=self.prefix + role, ip=f"{SUBNET}.{10 + i}", hostname=hostname,
                                    fqdn=f"{hostname}.{service}.{self.namespace}.svc", port=f"p{role}"))
         self.switch = self.prefix + "sw"
+
+    @staticmethod
+    def _scc_user(pod: dict[str, Any]) -> tuple[int, int] | None:
+        """(UID, GID) a non-root pod without a fixed UID gets from the restricted SCC; None: root."""
+        contexts = [pod.get("securityContext") or {}, *(c.get("securityContext") or {} for c in pod["containers"])]
+        if any(c.get("runAsUser") is not None for c in contexts):
+            raise NotImplementedError("pods with a fixed runAsUser are not simulated")
+        return (SCC_UID, SCC_GID) if any(c.get("runAsNonRoot") for c in contexts) else None
+
+    @staticmethod
+    def _empty_dirs(pod: dict[str, Any]) -> list[tuple[str, str]]:
+        """(volume name, mount path) of the container's disk-backed emptyDirs, parents first."""
+        names = {v["name"] for v in pod.get("volumes") or []
+                 if "emptyDir" in v and (v["emptyDir"] or {}).get("medium") != "Memory"}
+        mounts = [(m["name"], m["mountPath"]) for m in pod["containers"][0].get("volumeMounts") or []
+                  if m["name"] in names]
+        return sorted(mounts, key=lambda m: len(m[1]))
 
     @property
     def launcher(self) -> Host:
@@ -223,7 +268,17 @@ class SimCluster:
 
     def _files(self) -> None:
         self.secret = self.workdir / "ssh-secret"
-        write_ssh_secret(self.secret)
+        write_ssh_secret(self.secret, 0o600 if self.ssh_mount == ROOT_SSH_PATH else 0o644)
+        for h in self.hosts:  # each container's own writable layer: /etc/passwd, emptyDirs
+            role = "launcher" if h is self.launcher else "worker"
+            own = self.workdir / h.hostname
+            own.mkdir()
+            if self.run_as[role]:
+                shutil.copy("/etc/passwd", own / "passwd")
+                (own / "passwd").chmod(0o664)  # chmod g=u /etc/passwd in trainer/Dockerfile
+            for name, _path in self.empty_dirs[role]:
+                (own / name).mkdir()
+                (own / name).chmod(0o777)  # as the kubelet makes an emptyDir
         self.config = self.workdir / "mpi-config"
         self.config.mkdir()
         hostfile = self.config / "hostfile"
@@ -237,22 +292,29 @@ class SimCluster:
             d.mkdir()
             shutil.copy(SSH_FILES / kind, d / "lanenb.conf")
 
-    def _binds(self, *, launcher: bool) -> list[str]:
-        binds = [f"{self.secret}:{self.ssh_mount}",
-                 f"{self.workdir / 'sshd_config.d'}:/etc/ssh/sshd_config.d",
-                 f"{self.workdir / 'ssh_config.d'}:/etc/ssh/ssh_config.d"]
+    def _binds(self, host: Host, *, launcher: bool) -> list[str]:
+        role = "launcher" if launcher else "worker"
+        own = self.workdir / host.hostname
+        binds = [f"{own / name}:{path}" for name, path in self.empty_dirs[role]]  # before mounts inside them
+        binds += [f"{self.secret}:{self.ssh_mount}",
+                  f"{self.workdir / 'sshd_config.d'}:/etc/ssh/sshd_config.d",
+                  f"{self.workdir / 'ssh_config.d'}:/etc/ssh/ssh_config.d"]
         if launcher:
             binds.append(f"{self.config}:{MPI_CONFIG_MOUNT}")
+        if self.run_as[role]:
+            binds.append(f"{own / 'passwd'}:/etc/passwd")
         out: list[str] = []
         for b in binds:
             out += ["--bind", b]
         return out
 
-    def _image_env(self, hostname: str) -> dict[str, str]:
+    def _image_env(self, hostname: str, role: str = "worker") -> dict[str, str]:
         """The image's environment (the machine's PATH and interpreter stand in for it) + the kubelet's."""
         env = {k: v for k, v in os.environ.items()
                if k in ("PATH", "PYENV_ROOT", "PYENV_VERSION", "LANG", "LD_LIBRARY_PATH", "VIRTUAL_ENV")}
         env.update({"HOME": "/root", "HOSTNAME": hostname, "PYTHONUNBUFFERED": "1"})
+        if self.run_as[role]:  # the interpreter itself first: pyenv's shims are root's tool
+            env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "/usr/bin:/bin")])
         return env
 
     @staticmethod
@@ -260,8 +322,15 @@ class SimCluster:
         return {e["name"]: e.get("value", "") for e in container.get("env") or []}
 
     def _pod_argv(self, host: Host, argv: list[str], *, launcher: bool, delay: float = 0.0) -> list[str]:
+        user = self.run_as["launcher" if launcher else "worker"]
+        as_user: list[str] = []
+        if user:
+            as_user = ["--user", f"{user[0]}:{user[1]}"]
+            for path in exposed_paths():
+                as_user += ["--expose", path]
         return ["ip", "netns", "exec", host.ns, sys.executable, str(POD), "--hostname", host.hostname,
-                *self._binds(launcher=launcher), *(["--delay", str(delay)] if delay else []), "--", *argv]
+                *self._binds(host, launcher=launcher), *as_user, *(["--delay", str(delay)] if delay else []),
+                "--", *[IMAGE_FILES.get(a, a) for a in argv]]
 
     # ------------------------------------------------------------------ life cycle
     def start(self, ready_timeout: float = 60.0) -> None:
@@ -312,7 +381,7 @@ class SimCluster:
     def launcher_argv_env(self) -> tuple[list[str], dict[str, str]]:
         c = self.launcher_container
         argv = list(c.get("command") or []) + list(c.get("args") or [])
-        env = {**self._image_env(self.launcher.hostname), **self._container_env(c),
+        env = {**self._image_env(self.launcher.hostname, "launcher"), **self._container_env(c),
                **operator_launcher_env(self.slots)}
         return argv, env
 
@@ -322,7 +391,7 @@ class SimCluster:
         h = self.launcher
         h.proc = subprocess.Popen(self._pod_argv(h, argv, launcher=True), env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                                  cwd=str(self.workdir), start_new_session=True)
+                                  cwd=str(IMAGE_WORKDIR), start_new_session=True)
 
         def pump() -> None:
             parser = TaggedOutputParser()

@@ -46,12 +46,13 @@ def synth_volume(tmp_path_factory) -> Path:
     return volume
 
 
-def make_spec(volume: Path, engine: str, processes: int, slots: int, *, run: str, **kw: Any) -> TrainSpec:
+def make_spec(volume: Path, engine: str, processes: int, slots: int, *, run: str, openshift: bool = False,
+              **kw: Any) -> TrainSpec:
     extra = [*TINY_ARGS, "--collective-timeout", str(kw.pop("collective_timeout", 10))]
     return TrainSpec(dataset=str(volume / "tusimple"), backend="kubernetes", image="lanenb-trainer:test", name=JOB,
                      volumes=[f"pvc:{volume}"], processes=processes, engine=engine, batch_size=2,
                      use_val=False, env={"LANENB_THREADS": "1"}, run_dir=str(volume / "runs" / run),
-                     extra_args=extra, k8s={"slots_per_worker": slots}, **kw)
+                     extra_args=extra, k8s={"slots_per_worker": slots, "openshift": openshift}, **kw)
 
 
 def cluster_for(spec: TrainSpec, workdir: Path, *, resume: bool = False, **kw: Any) -> SimCluster:

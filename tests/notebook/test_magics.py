@@ -40,7 +40,7 @@ BAD_FLAGS = [
     ("--epochs 0", "epochs=0: must be >= 1"),
     ("--engine tf", "argument --engine: invalid choice: 'tf'"),
     ("--backbone alexnet", "argument --backbone: invalid choice: 'alexnet'"),
-    ("--backend slurm", "backend='slurm': must be one of kubernetes, local"),
+    ("--backend slurm", "backend='slurm': must be one of azureml, kubernetes, local"),
     ("--pvc nocolon", "volumes='nocolon': must be 'name:/mount' or 'name:/mount:ro'"),
     ("--pvc data:relative", "mount path must be absolute"),
     ("--image 'a b'", "image='a b': must not contain whitespace"),
@@ -65,6 +65,18 @@ BAD_FLAGS = [
     ("--timeout 5", "--timeout 5 applies only with --wait"),
     ("--wait --timeout 0", "--timeout must be > 0 seconds, got 0"),
     ("--wait --dry-run", "--wait and --dry-run exclude each other: --dry-run launches nothing"),
+    # AzureML options: their spelling is checked whatever the backend; the rest before anything is sent
+    ("--compute 1gpu", "azureml.compute='1gpu': must be a compute cluster name"),
+    ("--subscription prod", "azureml.subscription_id='prod': must be a subscription id"),
+    ("--resource-group rg.", "azureml.resource_group='rg.': must be a resource group name"),
+    ("--workspace ws", "azureml.workspace='ws': must be a workspace name"),
+    ("--azure-config /nonexistent/config.json --backend azureml --compute gpu-cluster",
+     "azureml.config='/nonexistent/config.json': no such file"),
+    ("--azureml-environment trainer", "azureml.environment='trainer': must name a registered environment"),
+    ("--instance-count 0", "azureml.instance_count=0: must be >= 1"),
+    ("--shm-size 16GB", "azureml.shm_size='16GB': must be a size such as '16g'"),
+    ("--data-kind blob", "argument --data-kind: invalid choice: 'blob'"),
+    ("--experiment a/b", "azureml.experiment='a/b': must be 1-255 letters"),
 ]
 
 
@@ -78,7 +90,7 @@ def test_lanetrain_bad_flag_is_one_line_naming_the_value(ip, data, line, message
 def test_every_job_flag_has_a_bad_input_case():
     covered = {line.split()[0].split("=")[0] for line, _ in BAD_FLAGS}
     switches = {"--large-shm", "--no-val", "--run-dir", "--use-workers",  # switches: no bad value
-                "--no-use-workers", "--use-val", "--no-enable-snapshot"}
+                "--no-use-workers", "--use-val", "--no-enable-snapshot", "--openshift", "--no-openshift"}
     flags = {flags[0] for flags, _ in JOB_FLAGS} - switches
     flags -= {"--environment"}
     assert flags - covered - {"-e"} == set(), flags - covered

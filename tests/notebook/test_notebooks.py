@@ -50,7 +50,8 @@ def test_quickstart_trains_and_keeps_charts_and_metrics(tmp_path):
     train = outputs(nb, "%lanetrain")
     assert "launched lane-" in text_of(train) and "succeeded" in text_of(train)
     charts = pngs(train)
-    assert charts and charts[0].startswith(PNG) and len(charts[0]) > 20_000  # the final 4-panel chart
+    # the final charts' grid, drawn by Vega from the live view's specs: 3 panels wide, a few kB
+    assert charts and charts[0].startswith(PNG) and int.from_bytes(charts[0][16:20], "big") > 1000
     assert any(o.get("data", {}).get("application/vnd.jupyter.widget-view+json") for o in train)
     assert "[0] " in text_of(train)  # the last log lines are kept for a reader without widgets
     metrics = text_of(outputs(nb, 'job.metrics["headline"]'))

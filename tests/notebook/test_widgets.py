@@ -31,7 +31,11 @@ def test_view_updates_from_its_thread_and_ends_with_the_final_state(scripted):
     assert not wait_for(lambda: view.running, 1.0)  # the thread stopped by itself at the end
     assert view.progress.value == 1.0 and view.progress.bar_style == "success"
     assert "succeeded" in view.title.value and "global batch 8" in view.title.value
-    assert bytes(view.charts.value).startswith(PNG)
+    # the interactive charts: Vega-Lite panels and their rows, one loss row per step
+    panels = [spec["usermeta"]["lanenb"]["panel"] for spec in view.charts.specs]
+    assert panels == ["loss", "validation", "throughput", "cpu", "rss"]
+    assert [r["step"] for r in view.charts.rows["loss"] if r["series"] == "loss"] == list(range(1, 11))
+    assert {r["rank"] for r in view.charts.rows["cpu"]} == {"rank 0", "rank 1"}
     assert "<td style='padding:0 8px'>1</td><td style='padding:0 8px'>51</td>" in view.ranks.value
     assert "[1] plain output of rank 1" in view.log_pane.value
     view.rank_filter.value = 0
@@ -53,7 +57,6 @@ def test_view_names_the_bottleneck_live_and_draws_where_each_rank_s_step_goes(sc
     """Rank 1 computes twice as long; rank 0 waits for it in the all-reduce: the view says so
     while the run goes, the rank table splits each step, the charts gain the per-rank bars,
     and a headless run keeps the verdict in its text and image."""
-    from lanenb.charts.png import render_run
     from lanenb.notebook import JobView
 
     timing = {0: {"compute_s": 0.2, "exchange_s": 0.2}, 1: {"compute_s": 0.4, "exchange_s": 0.0}}
@@ -64,8 +67,12 @@ def test_view_names_the_bottleneck_live_and_draws_where_each_rank_s_step_goes(sc
     assert "(host node-1)" in view.verdict.value
     assert wait_for(lambda: view.final, 30)
     assert "<th>exchange</th>" in view.ranks.value and "<td style='padding:0 8px'>50%</td>" in view.ranks.value
-    plain = render_run(type(view.state)(), title="x")
-    assert png_width(view.charts.value) > png_width(plain)  # the breakdown panel beside the charts
+    panels = [spec["usermeta"]["lanenb"]["panel"] for spec in view.charts.specs]
+    assert panels[-1] == "breakdown"  # where each rank's step goes, beside the charts
+    shares = {(r["rank_no"], r["part"]): r["share"] for r in view.charts.rows["breakdown"]}
+    assert shares[(0, "exchange")] == pytest.approx(0.5, abs=0.01)
+    assert shares[(1, "compute")] == pytest.approx(1.0, abs=0.01)
+    assert png_width(view.static_png()) > 1000  # the headless image: the whole grid, 3 panels wide
     text = view._repr_mimebundle_()["text/plain"]
     assert "straggler: rank 1 is a straggler" in text
     job_without = submit(TrainSpec(**scripted(training_script(steps=4, sleep=0.01), "plain")))

@@ -71,9 +71,9 @@ def runs(tmp_path):
 
 
 async def test_every_face_shows_the_same_labelled_headline(runs, jp_fetch, capsys, monkeypatch):
+    from lanenb.analysis.chartdata import run_rows
     from lanenb.analysis.compare import compare
     from lanenb.analysis.runstate import tail_state
-    from lanenb.charts import png
     from lanenb.cli import main
     from lanenb.jobs import get_job, list_jobs
     from lanenb.notebook.magics import JobTable
@@ -104,13 +104,11 @@ async def test_every_face_shows_the_same_labelled_headline(runs, jp_fetch, capsy
         assert ("last, epoch 2: accuracy 0.9480" in shown) is with_best
         assert main(["jobs", "show", name, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["headline"]["text"] == words
-        # the chart legend
-        figures: list = []
-        monkeypatch.setattr(png, "png_bytes", lambda fig, kept=figures: kept.append(fig) or b"")
-        png.render_run(tail_state(job))
-        legend = [t.get_text() for ax in figures[0].axes if ax.get_legend() for t in ax.get_legend().get_texts()]
-        expected = [f"test acc {accuracy:.3f} ({head['label']})"] + (["test acc 0.948 (last, epoch 2)"] * with_best)
-        assert [t for t in legend if t.startswith("test acc")] == expected
+        # the charts' test labels (notebook view, sidebar panel and static image draw these rows)
+        labels = [r["label"] for r in run_rows(tail_state(job))["tests"]]
+        assert labels == [f"test {accuracy:.3f} ({head['label']})"] + (["test 0.948 (last, epoch 2)"] * with_best)
+        charted = [r["label"] for r in state["state"]["charts"]["rows"]["tests"]]
+        assert charted == labels
     assert main(["jobs", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "TEST ACCURACY" in lines[0]

@@ -1,6 +1,6 @@
 """The MPIJob launcher's wrapper around ``mpirun``: wait for the workers, then name a lost host.
 
-``python -m lanenb_trainer.launcher [--wait-timeout S] -- mpirun ...`` is the launcher
+``python -m lanenb_trainer.launcher [--wait-timeout S] [--ssh-port P] -- mpirun ...`` is the launcher
 container's command (``lanenb.backends.kubernetes.manifests``). Two things mpirun alone
 does not do on a cluster:
 
@@ -81,26 +81,26 @@ def ranks_by_host(hosts: Sequence[tuple[str, int]], processes: int | None) -> di
     return out
 
 
-def ssh_ready(host: str, timeout: float = 2.0) -> str | None:
-    """None when ``host`` resolves and its port 22 sends an SSH banner; else why not."""
+def ssh_ready(host: str, timeout: float = 2.0, port: int = SSH_PORT) -> str | None:
+    """None when ``host`` resolves and its ``port`` sends an SSH banner; else why not."""
     try:
-        with socket.create_connection((host, SSH_PORT), timeout=timeout) as sock:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.settimeout(timeout)
             banner = sock.recv(64)
     except socket.gaierror as exc:
         return f"does not resolve ({exc.strerror})"
     except OSError as exc:
-        return f"port {SSH_PORT}: {exc.strerror or exc}"
-    return None if banner.startswith(b"SSH-") else f"port {SSH_PORT} answered without an SSH banner"
+        return f"port {port}: {exc.strerror or exc}"
+    return None if banner.startswith(b"SSH-") else f"port {port} answered without an SSH banner"
 
 
-def wait_for_hosts(hosts: Sequence[str], timeout: float, *, say=print) -> dict[str, str]:
+def wait_for_hosts(hosts: Sequence[str], timeout: float, *, say=print, port: int = SSH_PORT) -> dict[str, str]:
     """Retry until every host's sshd answers or ``timeout`` passes; returns the hosts still not ready."""
     deadline = time.monotonic() + timeout
     pending = {h: "not tried" for h in hosts}
     announced = False
     while True:
-        pending = {h: why for h in pending if (why := ssh_ready(h)) is not None}
+        pending = {h: why for h in pending if (why := ssh_ready(h, port=port)) is not None}
         if not pending or time.monotonic() >= deadline:
             return pending
         if not announced:
@@ -139,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--failure-grace", type=float, default=DEFAULT_FAILURE_GRACE,
                         help="seconds mpirun may take to exit once the run failed before it is stopped "
                              f"(default {DEFAULT_FAILURE_GRACE:g}: it can wait forever on a partitioned host)")
+    parser.add_argument("--ssh-port", type=int, default=SSH_PORT,
+                        help=f"the workers' sshd port (default {SSH_PORT}; non-root workers listen on 2222)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- mpirun ...")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -148,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     hosts = read_hostfile(hostfile) if hostfile else []
     placement = ranks_by_host(hosts, _processes(command))
     if hosts:
-        missing = wait_for_hosts([h for h, _ in hosts], args.wait_timeout, say=lambda m: print(m, flush=True))
+        missing = wait_for_hosts([h for h, _ in hosts], args.wait_timeout, say=lambda m: print(m, flush=True),
+                                 port=args.ssh_port)
         if missing:
             what = "; ".join(f"{h}: {why}" for h, why in sorted(missing.items()))
             events.emit("error", min(r for h in missing for r in placement.get(h, [0]) or [0]),
@@ -197,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = proc.wait()
     if code != 0 and placement:
         # Hosts whose sshd no longer answers are gone (killed, partitioned) even when no message named them.
-        lost += [h for h in placement if h not in lost and ssh_ready(h) is not None]
+        lost += [h for h in placement if h not in lost and ssh_ready(h, port=args.ssh_port) is not None]
     if code != 0 and lost:
         ranks = sorted(r for h in lost for r in placement.get(h, []))
         events.emit("error", ranks[0] if ranks else 0, type="HostLost", phase="train", hosts=lost, ranks=ranks,

@@ -43,6 +43,7 @@ from lanenb.kube.client import (
     OperatorNotInstalledError,
     RetryPolicy,
 )
+from lanenb.kube.discovery import is_openshift
 from lanenb.kube.events import warning_events
 from lanenb.kube.logs import (
     StampCursor,
@@ -82,12 +83,14 @@ class KubernetesBackend(Backend):
     """
 
     name = "kubernetes"
+    datasets_are_volumes = True  # PVCs: the launch form mounts the chosen one
 
     def __init__(self, *, context: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
                  in_cluster: bool | None = None, clients: Clients | None = None,
                  retry: RetryPolicy | None = None, timeout: tuple[float, float] | None = None) -> None:
         self._clients = ClientCache(context, kubeconfig, in_cluster=in_cluster, retry=retry, timeout=timeout,
                                     clients=clients)
+        self._openshift: dict[tuple[str, str | None], bool] = {}  # (host, context) -> serves OpenShift's groups
 
     # ------------------------------------------------------------------ plumbing
     def clients(self, context: str | None = None, kubeconfig: str | None = None) -> Clients:
@@ -137,6 +140,17 @@ class KubernetesBackend(Backend):
             raise KubernetesAPIError(f"cannot read MPIJob {namespace}/{name}: {exc.status} {exc.reason}",
                                      exc.status, exc.body) from exc
 
+    def openshift(self, spec: TrainSpec, clients: Clients | None = None) -> bool:
+        """Whether ``spec``'s pods must pass the restricted policy: ``spec.k8s.openshift``, or when
+        that is None, whether the cluster serves ``security.openshift.io`` (asked once per cluster)."""
+        if spec.k8s.openshift is not None:
+            return spec.k8s.openshift
+        clients = clients or self._for(spec)[0]
+        key = (clients.host, clients.context)
+        if key not in self._openshift:
+            self._openshift[key] = is_openshift(clients)
+        return self._openshift[key]
+
     # ------------------------------------------------------------------ Backend API
     def render(self, spec: TrainSpec) -> str:
         return render(spec)
@@ -152,7 +166,7 @@ class KubernetesBackend(Backend):
         run_dir = str(run_dir) if run_dir else cluster_run_dir(spec)
         build_mpijob(spec, run_dir)  # validates names, paths and the image before any request
         clients, namespace, name = self._for(spec)
-        body = build_mpijob(spec, run_dir, namespace)
+        body = build_mpijob(spec, run_dir, namespace, openshift=self.openshift(spec, clients))
         submission = uuid.uuid4().hex
         body["metadata"]["annotations"][SUBMISSION_ANNOTATION] = submission
         try:

@@ -2,7 +2,8 @@
 
 One builder serves both ``submit`` and ``render`` so what ``kubectl apply`` users get is
 exactly what the backend sends. The launcher runs ``mpirun`` (an argv list, never a shell
-string) with ``python -m lanenb_trainer``; workers run sshd and get the GPUs.
+string) with ``python -m lanenb_trainer``; workers run sshd and get the GPUs. With
+``openshift=True`` the pods run as a non-root UID under the restricted policy (``restricted``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+import lanenb.backends.kubernetes.restricted as restricted
 from lanenb.contract.redact import redact_env_list, redact_value
 from lanenb.kube.names import check_label, check_mpijob_name, check_subdomain
 from lanenb.kube.objects import MANAGED_BY
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
 __all__ = [
     "API_VERSION", "KIND", "TRAINER_ENTRYPOINT", "LAUNCHER_WRAPPER", "MANAGED_BY", "JOB_NAME_LABEL", "JOB_ROLE_LABEL",
     "RUNAI_SCHEDULER", "SSH_AUTH_MOUNT_PATH", "MPI_CONFIG_MOUNT_PATH", "LAUNCHER_RESOURCES", "namespace_for",
-    "cluster_run_dir", "check_cluster_paths", "mpirun_argv", "env_entries", "build_mpijob", "render",
+    "cluster_run_dir", "check_cluster_paths", "ssh_auth_mount_path", "mpirun_argv", "env_entries", "build_mpijob",
+    "render",
 ]
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -89,7 +92,7 @@ def _under(path: str, mount: str) -> bool:
     return path == mount or path.startswith(mount.rstrip("/") + "/")
 
 
-def check_cluster_paths(spec: TrainSpec, run_dir: str | None) -> None:
+def check_cluster_paths(spec: TrainSpec, run_dir: str | None, *, openshift: bool = False) -> None:
     """The paths the ranks will use must exist in the pods: the run dir on a writable volume, the
     dataset on a mounted one, no volume over a path the operator (or large_shm) mounts itself.
 
@@ -97,7 +100,9 @@ def check_cluster_paths(spec: TrainSpec, run_dir: str | None) -> None:
         ManifestError: naming the path and the fix.
     """
     reserved = {MPI_CONFIG_MOUNT_PATH: "the MPI Operator mounts its hostfile there",
-                SSH_AUTH_MOUNT_PATH: "the MPI Operator mounts the SSH keys there (sshAuthMountPath)"}
+                ssh_auth_mount_path(openshift): "the MPI Operator mounts the SSH keys there (sshAuthMountPath)"}
+    if openshift:
+        reserved[restricted.HOME] = "OpenShift mode mounts the pods' writable HOME (an emptyDir) there"
     if spec.large_shm:
         reserved["/dev/shm"] = "large_shm mounts a memory-backed /dev/shm there"
     for volume in spec.volumes:
@@ -120,6 +125,11 @@ def check_cluster_paths(spec: TrainSpec, run_dir: str | None) -> None:
         raise ManifestError(
             f"dataset={spec.dataset!r} is not under a mounted volume (volumes: {mounts}): the pods would not find "
             "it; mount the PVC that holds it (volumes=['NAME:/data:ro']) and point dataset= inside it")
+
+
+def ssh_auth_mount_path(openshift: bool) -> str:
+    """The MPIJob's ``sshAuthMountPath``: root's ``~/.ssh``, or the non-root HOME's in OpenShift mode."""
+    return restricted.SSH_AUTH_MOUNT_PATH if openshift else SSH_AUTH_MOUNT_PATH
 
 
 def _env_for(spec: TrainSpec) -> dict[str, str]:
@@ -145,19 +155,26 @@ def env_entries(spec: TrainSpec, *, redact: bool = False) -> list[dict[str, Any]
     return out
 
 
-def mpirun_argv(spec: TrainSpec, run_dir: str | None = None) -> list[str]:
+def mpirun_argv(spec: TrainSpec, run_dir: str | None = None, *, openshift: bool = False) -> list[str]:
     """The launcher's full argv: mpirun options, then the trainer entry point and its flags
-    (built by ``lanenb.launch.mpirun.build_mpirun_argv``, the one builder local jobs use too)."""
+    (built by ``lanenb.launch.mpirun.build_mpirun_argv``, the one builder local jobs use too).
+    In OpenShift mode mpirun runs as the pod's non-root UID and its ssh uses the workers' port."""
     from lanenb.launch.mpirun import build_mpirun_argv
 
+    extra = ["--mca", "pml", "ob1", "--mca", "btl", "^openib"]
+    if openshift:
+        # The command line wins over the operator's OMPI_MCA_plm_rsh_args, so repeat its option.
+        extra += ["--mca", "plm_rsh_args", f"-p {restricted.SSH_PORT} -o ConnectionAttempts=10"]
     return build_mpirun_argv(
         spec.processes, spec.trainer_args(run_dir or cluster_run_dir(spec)), env=[*PASSTHROUGH, *_env_for(spec)],
-        mpirun="mpirun", allow_root=True, oversubscribe=False, default_exports=(),
-        extra_mpi_args=["--mca", "pml", "ob1", "--mca", "btl", "^openib"], entrypoint=TRAINER_ENTRYPOINT)
+        mpirun="mpirun", allow_root=not openshift, oversubscribe=False, default_exports=(),
+        extra_mpi_args=extra, entrypoint=TRAINER_ENTRYPOINT)
 
 
-def _pod_spec(spec: TrainSpec, container: dict[str, Any], *, volumes: bool) -> dict[str, Any]:
+def _pod_spec(spec: TrainSpec, container: dict[str, Any], *, volumes: bool, openshift: bool) -> dict[str, Any]:
     pod: dict[str, Any] = {"containers": [container]}
+    if openshift:
+        pod["securityContext"] = restricted.pod_security_context()
     if spec.k8s.service_account:
         pod["serviceAccountName"] = check_subdomain("k8s.service_account", spec.k8s.service_account)
     if spec.k8s.node_selector:
@@ -181,6 +198,9 @@ def _pod_spec(spec: TrainSpec, container: dict[str, Any], *, volumes: bool) -> d
             # The default 64 MiB /dev/shm starves DataLoader workers (RUN:AI's --large-shm).
             pod_volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}})
             mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    if openshift:
+        pod_volumes.append(restricted.home_volume())
+        mounts.append(restricted.home_mount())
     if pod_volumes:
         pod["volumes"] = pod_volumes
         container["volumeMounts"] = mounts
@@ -208,7 +228,7 @@ def _worker_resources(spec: TrainSpec) -> dict[str, Any]:
 
 
 def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | None = None, *,
-                 redact: bool = False, resume: bool = False) -> dict[str, Any]:
+                 redact: bool = False, resume: bool = False, openshift: bool | None = None) -> dict[str, Any]:
     """The MPIJob for ``spec``, checked against the MPI Operator's own rules (names, replica-level
     restart policy, reserved mounts) so that what the operator would silently refuse fails here.
 
@@ -216,6 +236,8 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
         namespace: the namespace when ``spec`` names none (the backend's resolved default).
         redact: literal env values that may be secrets read ``<redacted>`` (for display).
         resume: the trainer continues from ``<run_dir>/checkpoints/last.pt`` (``--resume``).
+        openshift: pods for the restricted policy (see ``restricted``); None: ``spec.k8s.openshift``,
+            and when that is None too (auto), off: the backend resolves auto against the cluster.
 
     Raises:
         ManifestError, InvalidNameError: naming the field, the value and the fix.
@@ -234,17 +256,32 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
             f"k8s.backoff_limit={spec.k8s.backoff_limit}: a retried launcher starts training again from step 0 in "
             "the same run directory, overwriting its checkpoints; leave it 0 and call job.resume() (which passes "
             "--resume) after a failure")
+    if openshift is None:
+        openshift = bool(spec.k8s.openshift)
+    if openshift and spec.k8s.rdma_resources:
+        raise ManifestError(
+            f"k8s.rdma_resources={spec.k8s.rdma_resources!r}: RDMA pods need the IPC_LOCK capability, which the "
+            "restricted policy of OpenShift mode forbids; run RDMA jobs with k8s.openshift=False (--no-openshift) "
+            "in a namespace whose SCC allows IPC_LOCK")
     run_dir = run_dir or cluster_run_dir(spec)
-    check_cluster_paths(spec, run_dir)
+    check_cluster_paths(spec, run_dir, openshift=openshift)
     env = env_entries(spec, redact=redact)
     labels = _labels(spec)
 
+    launcher_command, launcher_args = LAUNCHER_WRAPPER[:3], LAUNCHER_WRAPPER[3:]
+    worker_command = ["/usr/sbin/sshd", "-De"]
+    if openshift:
+        # Through the image's entrypoint (a passwd entry for the arbitrary UID), sshd on a high port.
+        launcher_command = [restricted.ENTRYPOINT, *launcher_command]
+        launcher_args = ["--ssh-port", str(restricted.SSH_PORT), *launcher_args]
+        worker_command = [restricted.ENTRYPOINT, "sshd", str(restricted.SSH_PORT)]
+        env = [*env, {"name": "HOME", "value": restricted.HOME}]
     launcher_container: dict[str, Any] = {
         "name": "launcher",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "command": LAUNCHER_WRAPPER[:3],
-        "args": LAUNCHER_WRAPPER[3:] + mpirun_argv(spec, run_dir) + (["--resume"] if resume else []),
+        "command": launcher_command,
+        "args": launcher_args + mpirun_argv(spec, run_dir, openshift=openshift) + (["--resume"] if resume else []),
         "env": env,
         "resources": {k: dict(v) for k, v in LAUNCHER_RESOURCES.items()},
     }
@@ -252,13 +289,16 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
         "name": "worker",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "command": ["/usr/sbin/sshd", "-De"],
+        "command": worker_command,
         "env": [dict(e) for e in env],  # a copy: shared lists would render as YAML anchors
     }
+    if openshift:
+        launcher_container["securityContext"] = restricted.container_security_context()
+        worker_container["securityContext"] = restricted.container_security_context()
     resources = _worker_resources(spec)
     if resources:
         worker_container["resources"] = resources
-    if spec.k8s.rdma_resources:
+    if spec.k8s.rdma_resources:  # never in OpenShift mode (refused above)
         # RDMA needs locked memory for registered buffers (as the OpenShift guide's MPIJob).
         worker_container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
 
@@ -271,8 +311,8 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
     if spec.k8s.active_deadline_seconds is not None:
         run_policy["activeDeadlineSeconds"] = spec.k8s.active_deadline_seconds
 
-    launcher_pod = _pod_spec(spec, launcher_container, volumes=False)
-    worker_pod = _pod_spec(spec, worker_container, volumes=True)
+    launcher_pod = _pod_spec(spec, launcher_container, volumes=False, openshift=openshift)
+    worker_pod = _pod_spec(spec, worker_container, volumes=True, openshift=openshift)
     # restartPolicy belongs on the replica: the operator overwrites a pod template's with the
     # replica's, whose launcher default is OnFailure (a crashed launcher would rerun training
     # from step 0 in the same run directory). Never: a failure stays a failure; resume explicitly.
@@ -289,7 +329,7 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
         "spec": {
             "slotsPerWorker": slots,
             "mpiImplementation": "OpenMPI",
-            "sshAuthMountPath": SSH_AUTH_MOUNT_PATH,
+            "sshAuthMountPath": ssh_auth_mount_path(openshift),
             # Start mpirun only once sshd answers on every worker, instead of failing and retrying.
             "launcherCreationPolicy": "WaitForWorkersReady",
             "runPolicy": run_policy,
@@ -304,14 +344,14 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
 
 
 def render(spec: TrainSpec, run_dir: str | None = None, namespace: str | None = None, *,
-           redact: bool = True) -> str:
+           redact: bool = True, openshift: bool | None = None) -> str:
     """The MPIJob as YAML, for users who prefer ``kubectl apply -f``.
 
     Literal env values that may be secrets read ``<redacted>`` unless ``redact=False``: put
     secrets in a Kubernetes Secret and pass ``-e NAME=secret:SECRET/KEY`` instead.
     """
-    return yaml.safe_dump(build_mpijob(spec, run_dir, namespace, redact=redact), sort_keys=False,
-                          default_flow_style=False)
+    job = build_mpijob(spec, run_dir, namespace, redact=redact, openshift=openshift)
+    return yaml.safe_dump(job, sort_keys=False, default_flow_style=False)
 
 
 def redact_mpijob(job: dict[str, Any] | None) -> dict[str, Any] | None:

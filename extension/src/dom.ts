@@ -1,0 +1,70 @@
+// Small DOM helpers shared by the sidebar and the job panel: elements, state chips, durations,
+// relative dates and sizes as people read them.
+
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  cls: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (cls) {
+    node.className = cls;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+/** A coloured chip naming a job state (colours follow the JupyterLab theme's variables). */
+export function stateChip(state: string): HTMLSpanElement {
+  const chip = el('span', 'lanenb-chip', state || '…');
+  chip.dataset.state = state;
+  return chip;
+}
+
+/** 75 -> "1m 15s", 5400 -> "1h 30m" (the notebook's format_duration). */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) {
+    return `${s}s`;
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)}m ${s % 60}s`;
+  }
+  if (s < 86400) {
+    return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  }
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+/** Seconds since the epoch as "just now", "5 min ago", "3 h ago", "2 days ago". */
+export function relativeTime(epochSeconds: number, now: number = Date.now() / 1000): string {
+  const d = Math.max(0, now - epochSeconds);
+  if (d < 45) {
+    return 'just now';
+  }
+  if (d < 3600) {
+    return `${Math.round(d / 60)} min ago`;
+  }
+  if (d < 86400) {
+    return `${Math.round(d / 3600)} h ago`;
+  }
+  const days = Math.round(d / 86400);
+  return `${days} day${days === 1 ? '' : 's'} ago`;
+}
+
+/** Bytes as "812 B", "4.2 MB", "1.3 GB" (decimal units, as file browsers show). */
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined) {
+    return '–';
+  }
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let v = bytes;
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}

@@ -1,0 +1,265 @@
+// Live Vega-Lite charts: the one renderer of a run's panels for the notebook's LiveCharts
+// widget and the sidebar's job panel. The specs come from Python (lanenb/charts/specs.py) with
+// named datasets and no values; rows (lanenb/analysis/chartdata.py) carry a key `k`, so a new
+// set of rows becomes a Vega change set (remove the changed and vanished keys, insert the new
+// ones) instead of a re-drawn chart: hover, zoom and legend toggles survive every update.
+import embed, { Result, VisualizationSpec } from 'vega-embed';
+import { changeset } from 'vega';
+
+/** One chart row; `k` identifies it across updates. */
+export interface IRow {
+  k: string;
+  [field: string]: unknown;
+}
+
+export type Rows = { [dataset: string]: IRow[] };
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Spec = { [key: string]: any };
+
+interface ILanenbMeta {
+  panel?: string;
+  log_axis?: string;
+}
+
+function meta(spec: Spec): ILanenbMeta {
+  return (spec.usermeta && spec.usermeta.lanenb) || {};
+}
+
+/** The dataset names a spec reads (`{"data": {"name": ...}}` anywhere in it). */
+export function datasetNames(spec: unknown, out: Set<string> = new Set()): Set<string> {
+  if (Array.isArray(spec)) {
+    spec.forEach(s => datasetNames(s, out));
+  } else if (spec && typeof spec === 'object') {
+    const obj = spec as Spec;
+    if (obj.data && typeof obj.data.name === 'string') {
+      out.add(obj.data.name);
+    }
+    Object.values(obj).forEach(v => datasetNames(v, out));
+  }
+  return out;
+}
+
+/** A copy of `spec` whose axis titled `title` uses a log (or linear) scale. */
+export function withLogAxis(spec: Spec, title: string, log: boolean): Spec {
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) {
+      return node.map(walk);
+    }
+    if (node && typeof node === 'object') {
+      const obj: Spec = {};
+      for (const [key, value] of Object.entries(node as Spec)) {
+        obj[key] = walk(value);
+      }
+      if (obj.title === title && obj.scale && typeof obj.scale === 'object') {
+        obj.scale = { ...obj.scale, type: log ? 'log' : 'linear' };
+      }
+      return obj;
+    }
+    return node;
+  };
+  return walk(spec) as Spec;
+}
+
+function darkTheme(): boolean {
+  return document.body.dataset.jpThemeLight === 'false';
+}
+
+/** One panel: a Vega view fed by keyed rows, with a log-scale switch where the spec asks. */
+export class LiveChart {
+  readonly node: HTMLDivElement;
+  readonly panel: string;
+
+  constructor(readonly spec: Spec) {
+    this.panel = meta(spec).panel || 'chart';
+    this.node = document.createElement('div');
+    this.node.className = 'lanenb-vchart';
+    this.node.dataset.panel = this.panel;
+    const logAxis = meta(spec).log_axis;
+    if (logAxis) {
+      const label = document.createElement('label');
+      label.className = 'lanenb-vchart-log';
+      const box = document.createElement('input');
+      box.type = 'checkbox';
+      box.setAttribute('aria-label', `log scale for ${logAxis}`);
+      box.onchange = () => {
+        this._log = box.checked;
+        void this.draw();
+      };
+      label.append(box, ` log ${logAxis}`);
+      this.node.appendChild(label);
+    }
+    this._host = document.createElement('div');
+    this._host.className = 'lanenb-vchart-view';
+    this.node.appendChild(this._host);
+    this._names = datasetNames(spec);
+    // JupyterLab's theme switch (Settings > Theme) re-draws the chart in Vega's matching theme
+    this._themeWatch = new MutationObserver(() => {
+      if (this.node.dataset.theme !== (darkTheme() ? 'dark' : 'light')) {
+        void this.draw();
+      }
+    });
+    this._themeWatch.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-light'] });
+  }
+
+  /** Whether `spec` is the spec this chart draws (the grid keeps charts whose spec is unchanged). */
+  sameSpec(spec: Spec): boolean {
+    return JSON.stringify(spec) === JSON.stringify(this.spec);
+  }
+
+  /** The Vega view once drawn (tests and benchmarks read its signals). */
+  get view(): Result['view'] | null {
+    return this._result ? this._result.view : null;
+  }
+
+  /** Draw (or re-draw after a log switch) and put the rows held so far in. */
+  async draw(): Promise<void> {
+    const ticket = ++this._drawn;
+    this.node.dataset.ready = 'false';
+    const logAxis = meta(this.spec).log_axis;
+    const spec = logAxis && this._log ? withLogAxis(this.spec, logAxis, true) : this.spec;
+    const dark = darkTheme();
+    this.node.dataset.theme = dark ? 'dark' : 'light';
+    const result = await embed(this._host, spec as VisualizationSpec, {
+      actions: false,
+      renderer: 'svg',
+      ...(dark ? { theme: 'dark' } : {}),
+      config: { background: 'transparent' }
+    });
+    if (ticket !== this._drawn) {
+      result.finalize(); // a newer draw started meanwhile
+      return;
+    }
+    this._result?.finalize();
+    this._result = result;
+    for (const name of this._names) {
+      const rows = Array.from(this._rows.get(name)?.values() ?? [], ([, row]) => row);
+      if (rows.length) {
+        result.view.change(name, changeset().insert(rows));
+      }
+    }
+    await result.view.runAsync();
+    this.node.dataset.ready = 'true';
+  }
+
+  /** Bring dataset `name` to `rows`: only changed, new and vanished rows touch the view. */
+  setRows(name: string, rows: IRow[]): boolean {
+    if (!this._names.has(name)) {
+      return false;
+    }
+    const held = this._rows.get(name) ?? new Map<string, [string, IRow]>();
+    const next = new Map<string, [string, IRow]>();
+    const inserts: IRow[] = [];
+    const removes = new Set<string>();
+    for (const row of rows) {
+      const text = JSON.stringify(row);
+      const old = held.get(row.k);
+      if (!old || old[0] !== text) {
+        inserts.push(row);
+        if (old) {
+          removes.add(row.k);
+        }
+      }
+      next.set(row.k, [text, row]);
+    }
+    for (const k of held.keys()) {
+      if (!next.has(k)) {
+        removes.add(k);
+      }
+    }
+    this._rows.set(name, next);
+    if (!this._result || (!inserts.length && !removes.size)) {
+      return inserts.length > 0 || removes.size > 0;
+    }
+    const change = changeset()
+      .remove((d: IRow) => removes.has(d.k))
+      .insert(inserts);
+    this._result.view.change(name, change);
+    this._dirty = true;
+    return true;
+  }
+
+  /** Run the view once after a batch of `setRows`. */
+  async flush(): Promise<void> {
+    if (this._result && this._dirty) {
+      this._dirty = false;
+      await this._result.view.runAsync();
+    }
+  }
+
+  dispose(): void {
+    this._drawn++;
+    this._themeWatch.disconnect();
+    this._result?.finalize();
+    this._result = null;
+    this.node.remove();
+  }
+
+  private _log = false;
+  private _drawn = 0;
+  private _dirty = false;
+  private _result: Result | null = null;
+  private readonly _host: HTMLDivElement;
+  private readonly _themeWatch: MutationObserver;
+  private readonly _names: Set<string>;
+  private readonly _rows = new Map<string, Map<string, [string, IRow]>>();
+}
+
+/** A run's panels side by side (they wrap to the width they get). */
+export class ChartGrid {
+  readonly node: HTMLDivElement;
+
+  constructor() {
+    this.node = document.createElement('div');
+    this.node.className = 'lanenb-vcharts';
+  }
+
+  get charts(): LiveChart[] {
+    return this._charts;
+  }
+
+  /** Show these panels, keeping (with their rows, zoom and toggles) those whose spec is unchanged. */
+  setSpecs(specs: Spec[]): void {
+    const next: LiveChart[] = [];
+    for (const spec of specs) {
+      const kept = this._charts.find(c => c.sameSpec(spec));
+      const chart = kept ?? new LiveChart(spec);
+      if (!kept) {
+        for (const [name, rows] of Object.entries(this._rows)) {
+          chart.setRows(name, rows);
+        }
+        void chart.draw();
+      }
+      next.push(chart);
+    }
+    for (const chart of this._charts) {
+      if (!next.includes(chart)) {
+        chart.dispose();
+      }
+    }
+    this._charts = next;
+    this.node.replaceChildren(...next.map(c => c.node));
+  }
+
+  /** New rows for some datasets (the others stay as they are). Each changed chart is run in
+   * an animation frame of its own, so an update costs a frame at most one chart's work. */
+  async setData(rows: Rows): Promise<void> {
+    this._rows = { ...this._rows, ...rows };
+    const touched = this._charts.filter(chart =>
+      Object.entries(rows)
+        .map(([name, r]) => chart.setRows(name, r))
+        .some(Boolean)
+    );
+    for (const chart of touched) {
+      await new Promise<void>(resolve => requestAnimationFrame(() => resolve()));
+      await chart.flush();
+    }
+  }
+
+  dispose(): void {
+    this._charts.forEach(c => c.dispose());
+    this._charts = [];
+  }
+
+  private _charts: LiveChart[] = [];
+  private _rows: Rows = {};
+}
