@@ -68,8 +68,12 @@ def _check(path: Path) -> str | None:
         return exc.problem
     except sqlite3.DatabaseError as exc:
         return str(exc)
-    problems = [r[0] for r in result if r[0] != "ok"]
-    return "; ".join(problems[:3]) if problems else None
+    problems = [line for r in result if r[0] != "ok" for line in str(r[0]).splitlines()
+                if line.strip() and not line.startswith("***")]
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return "integrity check: " + "; ".join(problems[:3]) + more
 
 
 def _recovered(path: Path) -> sqlite3.Connection | None:
