@@ -265,7 +265,7 @@ def server_times(log: Path, prefix: str = "/lanenb/") -> dict[str, list[float]]:
         parts = line.rsplit(" ", 1)
         if f" GET {prefix}" in line and len(parts) == 2 and parts[1].endswith("ms"):
             kind = ("jobs list" if "/jobs?" in line else "first read (tail)" if "tail=" in line
-                    else "updates + charts" if "state=1" in line else "updates")
+                    else "updates + charts" if "state=" in line else "updates")
             try:
                 out.setdefault(kind, []).append(float(parts[1][:-2]))
             except ValueError:
@@ -357,6 +357,7 @@ def measure_watchers(args: argparse.Namespace, home: Path) -> None:
     print(f"requests: {len(latencies)} ({len(latencies) / elapsed:.0f}/s), errors {len(errors)}"
           + (f" (first: {errors[0]})" if errors else ""))
     kinds = server_times(home / "server.log")
+    shutil.copy(home / "server.log", Path(tempfile.gettempdir()) / "lanenb-bench-load-server.log")  # to look into
     own = [t for values in kinds.values() for t in values]
     print(f"latency seen by the clients: {_ms(latencies)} (2 cores shared with the clients, writers and kernel)")
     steady = [t for kind, values in kinds.items() if kind != "first read (tail)" for t in values]
