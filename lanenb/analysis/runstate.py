@@ -431,7 +431,15 @@ def tail_state(job: Job, lines: int = 400) -> RunState:
     """A ``RunState`` folded from the job's status and the last ``lines`` log lines only: cheap
     enough for a table of many jobs (``%lanejobs``, the sidebar), whatever each log's length."""
     state = RunState(max_points=64, max_log_lines=50)
-    state.apply_all(job.poll(None, tail_lines=lines).updates)
+    try:
+        state.apply_all(job.poll(None, tail_lines=lines).updates)
+    except Exception:
+        status = job.status()  # a finished job's is the recorded one: no backend is asked
+        if not status.state.finished:
+            raise
+        # its log is out of reach (a cluster that is gone, no kubeconfig here): the row keeps
+        # the recorded outcome and metrics rather than turning "unknown"
+        state.fold_status(status)
     fill_tests(state, job.metrics)
     fill_config(state, job)
     return state

@@ -45,8 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from lanenb.errors import UserError
+
     try:
         return int(args.func(args) or 0)
+    except UserError as exc:  # a damaged registry, a bad value: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

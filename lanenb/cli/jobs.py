@@ -64,6 +64,34 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("name")
     p.set_defaults(func=_tensorboard)
 
+    p = sub.add_parser("prune", help="forget finished jobs older than a given age (rows archived first; "
+                                     "run dirs are kept)")
+    p.add_argument("--older-than", required=True, type=_duration, metavar="AGE",
+                   help="finished more than AGE ago: 30d, 12h, 90m, 2w or seconds")
+    p.add_argument("--dry-run", action="store_true", help="list what would be pruned; change nothing")
+    p.set_defaults(func=_prune)
+
+    p = sub.add_parser("repair", help="check the job registry; if damaged, set it aside and rebuild it "
+                                      "(rows still readable + local jobs from their run dirs)")
+    p.set_defaults(func=_repair)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def _duration(text: str) -> float:
+    """``30d`` / ``12h`` / ``90m`` / ``45s`` / ``2w`` / plain seconds -> seconds."""
+    value = text.strip().lower()
+    scale = _UNITS.get(value[-1:])
+    number = value[:-1] if scale else value
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give an age such as 30d, 12h, 90m, 2w or seconds") from None
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: an age must be >= 0")
+    return seconds
+
 
 LIST_LIMIT = 20  # %lanejobs' default: a list view shows the newest jobs, not a team's whole history
 SHOW_LINES = 5000  # enough for the last timing windows of every rank, even after a long test evaluation
@@ -128,6 +156,32 @@ def _list(args: argparse.Namespace) -> int:
         total = JobRegistry().count()
         if total > len(rows):
             print(f"({len(rows)} newest of {total} jobs; --all lists every job)")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from lanenb.jobs import JobRegistry
+
+    registry = JobRegistry()
+    records = registry.prune(args.older_than, dry_run=args.dry_run)
+    if not records:
+        print("no finished job is that old: nothing to prune")
+        return 0
+    for rec in records:
+        print(f"{'would prune' if args.dry_run else 'pruned'} {rec.name}  {rec.state}  "
+              f"ended {_fmt_time(rec.finished or rec.created)}  run dir {rec.run_dir or '-'} (kept)")
+    if args.dry_run:
+        print(f"{len(records)} job(s) would be pruned; run again without --dry-run to prune them")
+    else:
+        print(f"{len(records)} job(s) pruned; their rows are in {registry.last_archive} "
+              f"(run dirs untouched: delete them yourself if you need the space)")
+    return 0
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from lanenb.registry.repair import repair_registry
+
+    print(repair_registry().text())
     return 0
 
 

@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # the one line type; every backend yields these (re-exported here: it is part of the interface)
+from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine as LogLine
 
 if TYPE_CHECKING:
     from lanenb.contract.spec import TrainSpec
     from lanenb.contract.status import JobStatus
+
+
+class RunDirGoneError(UserError, FileNotFoundError):
+    """The job's run dir was deleted while the job was recorded (or still running): its log,
+    checkpoints and metrics are gone, so a view of it stops and says so. The registry row and
+    every other job are untouched (``lanenb jobs prune`` forgets the row)."""
 
 
 @dataclass

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from lanenb.contract.backend import Backend, LogLine
+from lanenb.contract.backend import Backend, LogLine, RunDirGoneError
 from lanenb.contract.backends import BackendError, available_backends, get_backend, register_backend
 from lanenb.contract.spec import AzureMLOptions, KubernetesOptions, SpecError, TrainSpec, VolumeMount
 from lanenb.contract.status import JobState, JobStatus
@@ -22,5 +22,5 @@ __all__ = [
     "JobState", "JobStatus", "Job", "submit", "get_job", "list_jobs", "default_run_dir",
     "JobRegistry", "JobExistsError", "JobNotFoundError", "lanenb_home",
     "Update", "UpdateBatch", "Problem", "validate",
-    "Backend", "BackendError", "LogLine", "register_backend", "get_backend", "available_backends",
+    "Backend", "BackendError", "RunDirGoneError", "LogLine", "register_backend", "get_backend", "available_backends",
 ]

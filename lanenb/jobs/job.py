@@ -6,8 +6,10 @@ A ``Job`` holds no live process objects: everything it needs is in the registry 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,21 +23,46 @@ from lanenb.errors import UserError
 from lanenb.home import default_run_dir
 from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.jobs.updates import poll as _poll
-from lanenb.registry.jobs import JobExistsError, JobNotFoundError, JobRecord, JobRegistry
+from lanenb.registry.jobs import JOB_FILE, JobExistsError, JobNotFoundError, JobRecord, JobRegistry
+from lanenb_trainer.atomic import write_json
 from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import Event, parse_line
 from lanenb_trainer.tensorboard_log import tensorboard_dir
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
 
+# a registry row read this recently is used as it is by status() and metrics: a table of many
+# jobs reads each row once, not three times; every write is still checked against the row in
+# the registry (``JobRegistry.update`` never overwrites a final state)
+FRESH_S = 0.2
+
+
+_WARNED_METRICS: set[tuple[str, float]] = set()  # (path, mtime) of unreadable metrics.json already reported
+
 
 def _read_metrics(run_dir: str | None) -> dict[str, Any] | None:
+    """The run's ``metrics.json``; None while it is missing, and None with one warning when it
+    is not JSON (half-written by a run killed mid-write, cut short by a full disk): nothing is
+    recorded from it, so the views show the figures of the log's ``eval`` events instead and a
+    repaired file is read on the next call."""
     if not run_dir:
         return None
     path = Path(run_dir) / "metrics.json"
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        text = path.read_text()
+        data = json.loads(text)
+    except OSError:
+        return None
+    except ValueError as exc:
+        try:
+            key = (str(path), path.stat().st_mtime)
+        except OSError:
+            return None
+        if key not in _WARNED_METRICS:
+            _WARNED_METRICS.add(key)
+            warnings.warn(f"{path} is not valid JSON ({exc}; {len(text)} bytes: half-written?): its figures are "
+                          f"ignored and the views show those of the job's log events; move the file aside "
+                          f"(or restore it from a snapshot) to silence this", RuntimeWarning, stacklevel=3)
         return None
     return data if isinstance(data, dict) else {"value": data}
 
@@ -52,6 +79,7 @@ class Job:
                  backend: Backend | None = None) -> None:
         self._registry = registry or JobRegistry()
         self._record = record
+        self._read_at = time.monotonic()  # when ``record`` was read from the registry
         self.name = record.name
         self._spec: TrainSpec | None = None
         self._backend = backend
@@ -111,7 +139,7 @@ class Job:
         which one is the run's figure and labels it ("best.pt, epoch 6", with the last model's
         beside it as ``other``): the figure every view shows. Files written before the trainer
         wrote ``headline`` get it computed by the same rule (none when they hold no figure)."""
-        self._refresh()
+        self._refresh(max_age=FRESH_S)
         if self._record.metrics is None:
             if not JobState(self._record.state).finished:
                 self.status()  # records the metrics if the job has just ended
@@ -125,8 +153,13 @@ class Job:
                 metrics = {**metrics, "headline": found.to_dict()}
         return metrics
 
-    def _refresh(self) -> None:
+    def _refresh(self, max_age: float = 0.0) -> None:
+        """Read the registry row again, unless it was read less than ``max_age`` seconds ago
+        (a list of jobs just read: its status and metrics need not read each row twice more)."""
+        if max_age > 0 and time.monotonic() - self._read_at < max_age:
+            return
         self._record = self._registry.get(self.name)
+        self._read_at = time.monotonic()
 
     # ---------------------------------------------------------------- API
     def status(self) -> JobStatus:
@@ -142,7 +175,7 @@ class Job:
         Raises:
             JobNotFoundError: the job was removed from the registry meanwhile.
         """
-        self._refresh()
+        self._refresh(max_age=FRESH_S)
         rec = self._record
         if JobState(rec.state).finished and rec.status:
             return JobStatus.from_dict(rec.status)
@@ -440,7 +473,18 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
                     started=time.time() if local else None,
                     run_dir=run_dir or (handle or {}).get("run_dir"))  # in-cluster path for remote jobs
     job._refresh()
+    if local and run_dir:
+        _keep_record(job._record)
     return job
+
+
+def _keep_record(record: JobRecord) -> None:
+    """A copy of a local job's registry row in its run dir (``job.json``): what ``lanenb jobs
+    repair`` rebuilds a damaged registry from. Best effort: the job runs whether or not it fits."""
+    try:
+        write_json(Path(record.run_dir or ".") / JOB_FILE, dataclasses.asdict(record))
+    except OSError:
+        pass
 
 
 def get_job(name: str, *, registry: JobRegistry | None = None) -> Job:

@@ -23,6 +23,7 @@ import ipywidgets as widgets
 from lanenb.analysis.chartdata import STATIC_LIMIT, rank_table, run_png, run_rows, run_specs
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.runstate import RunState, fill_config, format_duration
+from lanenb.jobs import RunDirGoneError
 from lanenb.jobs.job import Job
 from lanenb.notebook.charts_widget import LiveCharts
 from lanenb.notebook.fallback import StaticFallback
@@ -137,6 +138,12 @@ class JobView(StaticFallback, widgets.VBox):
                 if self.update():
                     return
                 failures = 0
+            except RunDirGoneError as exc:  # for good: say so and stop, nothing to retry
+                self.last_error = str(exc)
+                self.banner.value = (f"<div style='color:#c62828'><b>stopped following</b>: "
+                                     f"{html.escape(str(exc))}</div>")
+                self.stop_button.disabled = True
+                return
             except Exception as exc:  # a flaky API server must not kill the view
                 failures += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"

@@ -14,6 +14,12 @@ Two rules hold for every writer:
   owner only (0700 / 0600), and a spec's secret-looking ``env`` values are stored as
   ``<redacted>`` (``lanenb.contract.redact``): the ranks get the real values from the submitting
   process, never from here.
+
+A team's load (README, "A team's load"): lists are ordered and cut by SQLite on an index, so
+20 rows of 2,000 cost what 20 rows of 20 do; finished jobs leave the registry only when a person
+runs ``lanenb jobs prune`` (``prune``: the rows go to an archive file first, run dirs stay);
+``$LANENB_HOME`` on a network filesystem runs without WAL (``lanenb.registry.filesystem``); a
+damaged file is reported with its path and the repair command (``lanenb.registry.repair``).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ import builtins
 import json
 import os
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +40,12 @@ from typing import Any
 from lanenb.contract.redact import redact_spec
 from lanenb.contract.status import JobState
 from lanenb.home import lanenb_home, make_private_dir
+from lanenb.registry.filesystem import Mount, is_network_fs, mount_of
+from lanenb_trainer.atomic import write_text
 from lanenb_trainer.errors import UserError
 
-__all__ = ["lanenb_home", "make_private_dir", "JobRecord", "JobRegistry", "JobExistsError", "JobNotFoundError"]
+__all__ = ["lanenb_home", "make_private_dir", "JobRecord", "JobRegistry", "JobExistsError", "JobNotFoundError",
+           "RegistryDamagedError", "REPAIR_COMMAND"]
 
 FINAL_STATES = tuple(sorted(s.value for s in JobState if s.finished))
 
@@ -57,6 +68,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     metrics   TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created);
+CREATE INDEX IF NOT EXISTS jobs_created_name ON jobs(created, name);
 CREATE TABLE IF NOT EXISTS job_snapshots (
     job       TEXT NOT NULL,
     store     TEXT NOT NULL,
@@ -70,8 +82,37 @@ CREATE INDEX IF NOT EXISTS job_snapshots_job ON job_snapshots(job);
 """
 
 
+REPAIR_COMMAND = "lanenb jobs repair"
+SQLITE_HEADER = b"SQLite format 3\x00"
+_WARNED_NETWORK: set[str] = set()  # registries this process has already warned about
+# files this process has opened and set up (schema, journal mode): a JobRegistry() made for
+# every request of a server then costs one stat, not a schema check and a /proc/mounts read
+_READY: dict[tuple[str, int, int, str | None], tuple[Mount | None, str]] = {}
+
+
 class JobExistsError(UserError, ValueError):
     pass
+
+
+class RegistryDamagedError(UserError, RuntimeError):
+    """The registry file is not a readable SQLite database (truncated, overwritten, a disk
+    error): the message names the file and the command that sets it aside and rebuilds it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"the job registry {path} is damaged ({problem}); run `{REPAIR_COMMAND}`: it moves the "
+                         f"damaged file aside, keeps every row it can still read and rebuilds the local jobs "
+                         f"from their run dirs (nothing in a run dir is changed)")
+
+
+def _damage(exc: sqlite3.DatabaseError) -> str | None:
+    """The problem if ``exc`` says the file is damaged; None for any other database error
+    (a lock, a constraint, a missing table in a test), which is raised as it is."""
+    text = str(exc)
+    marks = ("file is not a database", "malformed", "disk image", "database corrupt", "unsupported file format")
+    return text if type(exc) in (sqlite3.DatabaseError, sqlite3.OperationalError) and any(
+        m in text for m in marks) else None
 
 
 class JobNotFoundError(UserError, KeyError):
@@ -99,6 +140,59 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def _retry_locked(action: Any, attempts: int = 20) -> Any:
+    """``action()``, again after a short pause while SQLite answers "database is locked/busy"
+    at once: the busy timeout covers waiting for another writer, but not every case (WAL
+    recovery after a crash, a journal mode change racing a first open). The last failure is
+    raised as a ``RuntimeError`` naming the file's situation, never a bare "database is locked"."""
+    delay = 0.005
+    for attempt in range(attempts):
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" not in text and "busy" not in text:
+                raise
+            if attempt == attempts - 1:
+                raise RuntimeError(f"the job registry stayed locked by another process for more than "
+                                   f"{BUSY_TIMEOUT_S:g} s ({text}): is a process stuck holding it?") from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+    return None  # unreachable
+
+
+JOB_FILE = "job.json"  # a local job's registry row, kept in its run dir (what repair rebuilds from)
+
+
+def _recorded_run_dirs(runs: Path) -> bool:
+    """Whether ``runs`` holds at least one run dir with its job's record (``job.json``)."""
+    try:
+        with os.scandir(runs) as entries:
+            return any((Path(e.path) / JOB_FILE).is_file() for e in entries if e.is_dir())
+    except OSError:
+        return False
+
+
+_THREAD = threading.local()
+KEPT_PER_THREAD = 4  # registry files a thread keeps a connection to (oldest closed first)
+_INHERITED: list[sqlite3.Connection] = []  # connections a forked child got from its parent: never closed
+
+
+def _local_connections() -> dict[str, Any]:
+    """This thread's kept registry connections, by file path."""
+    kept = getattr(_THREAD, "connections", None)
+    if kept is None:
+        kept = _THREAD.connections = {}
+    return kept
+
+
+def _close_quietly(conn: sqlite3.Connection) -> None:
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
+
+
 def _row_to_record(row: sqlite3.Row) -> JobRecord:
     return JobRecord(
         name=row["name"], backend=row["backend"], spec=json.loads(row["spec"]),
@@ -109,44 +203,180 @@ def _row_to_record(row: sqlite3.Row) -> JobRecord:
 
 
 class JobRegistry:
-    def __init__(self, path: str | Path | None = None) -> None:
+    """The jobs of ``$LANENB_HOME`` (or ``path``): one SQLite file shared by every kernel,
+    server and console of the user (and every host where ``$LANENB_HOME`` is a shared home).
+
+    Attributes:
+        mount: the filesystem holding the file (``Mount``: source, mount point, fstype).
+        journal_mode: ``"wal"`` on a local disk, ``"delete"`` (rollback journal) on a network
+            filesystem, where WAL's shared memory would not be shared between hosts.
+
+    Raises:
+        RegistryDamagedError: the file exists but is not a SQLite database (``lanenb jobs repair``).
+    """
+
+    def __init__(self, path: str | Path | None = None, *, mounts_text: str | None = None) -> None:
         self.path = Path(path) if path is not None else lanenb_home() / "jobs.sqlite3"
         make_private_dir(self.path.parent)
+        self.last_archive: Path | None = None  # where the last prune() wrote its rows
+        try:
+            st = self.path.stat()
+            ready = _READY.get((str(self.path), st.st_dev, st.st_ino, mounts_text))
+        except OSError:
+            ready = None
+        if ready is not None and st.st_size > 0:  # this process has opened this very file before
+            self.mount, self.journal_mode = ready
+            self._owner_only()
+            return
         if not self.path.exists():  # sqlite would create it 0644 (and its -wal/-shm files alike)
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        else:
+            self._check_header()
+        self.mount = mount_of(self.path, mounts_text)
+        self.journal_mode = "delete" if is_network_fs(self.mount) else "wal"
+        if self.journal_mode != "wal":
+            self._warn_network()
+        self._owner_only()
+        with self._connect() as conn:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != self.journal_mode:
+                _retry_locked(lambda: conn.execute(f"PRAGMA journal_mode={self.journal_mode.upper()}"))
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION or not conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name='jobs_created_name'").fetchone():
+                # written once per file (and after an upgrade), not by every JobRegistry() of every kernel
+                with self._write_on(conn):
+                    for statement in _SCHEMA.split(";"):  # executescript would commit first
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        st = self.path.stat()
+        _READY[(str(self.path), st.st_dev, st.st_ino, mounts_text)] = (self.mount, self.journal_mode)
+
+    def _owner_only(self) -> None:
         for part in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
             try:  # a registry written by an older lanenb (0644): make it owner-only too
                 if part.stat().st_uid == os.getuid() and part.stat().st_mode & 0o077:
                     os.chmod(part, 0o600)
             except OSError:  # absent (-wal/-shm), or not ours to change
                 pass
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _check_header(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(len(SQLITE_HEADER))
+        except OSError:
+            return  # sqlite will say why it cannot open it
+        if not head and _recorded_run_dirs(self.path.parent / "runs"):
+            raise RegistryDamagedError(self.path, "0 bytes long while runs/ holds recorded jobs: truncated")
+        if head and head != SQLITE_HEADER[:len(head)]:
+            raise RegistryDamagedError(self.path, "it does not start with the SQLite header: overwritten")
+        if head and len(head) < len(SQLITE_HEADER):
+            raise RegistryDamagedError(self.path, f"{len(head)} bytes long: truncated")
+
+    def _warn_network(self) -> None:
+        key = str(self.path)
+        if key in _WARNED_NETWORK:
+            return
+        _WARNED_NETWORK.add(key)
+        assert self.mount is not None
+        warnings.warn(
+            f"the job registry {self.path} is on a network filesystem ({self.mount.fstype} from {self.mount.source}): "
+            f"lanenb uses SQLite's rollback journal there (WAL needs memory shared on one host) with a "
+            f"{BUSY_TIMEOUT_S:g} s busy timeout; this needs working file locks (NFSv4, or NFSv3 with lockd; "
+            f"never mount with 'nolock'). Local jobs are still watched and cancelled from the host that runs them.",
+            RuntimeWarning, stacklevel=3)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        """A connection to the file: this thread's kept one when it is free and still opens
+        this very file (same inode: a repaired registry is a new file), else a new one. Kept
+        connections spare a server the open and the WAL checkpoint-on-last-close of every call."""
         try:
+            st = os.stat(self.path)
+            ident = (str(self.path), os.getpid(), st.st_dev, st.st_ino)
+        except OSError:
+            ident = None
+        kept: dict[str, tuple[tuple[Any, ...], sqlite3.Connection, list[int]]] = _local_connections()
+        entry = kept.get(str(self.path))
+        if entry is not None and (entry[0] != ident or ident is None):
+            if entry[0][1] != os.getpid():
+                # inherited through fork: closing it here could checkpoint or unlock the parent's
+                # file, so it is only set aside (SQLite: never use a connection across fork)
+                _INHERITED.append(entry[1])
+            elif not entry[2][0]:
+                _close_quietly(entry[1])
+            kept.pop(str(self.path), None)
+            entry = None
+        if entry is None or entry[2][0]:
+            conn = self._open()
+            if entry is None and ident is not None:
+                for other in [k for k, e in kept.items() if not e[2][0]][:max(0, len(kept) + 1 - KEPT_PER_THREAD)]:
+                    old = kept.pop(other)  # a few registries per thread at most (tests make hundreds)
+                    if old[0][1] == os.getpid():
+                        _close_quietly(old[1])
+                    else:
+                        _INHERITED.append(old[1])
+                entry = kept[str(self.path)] = (ident, conn, [0])
+            else:  # the kept one is in use further up this thread's stack: a short-lived one
+                try:
+                    yield conn
+                except sqlite3.DatabaseError as exc:
+                    self._raise_damage(exc)
+                    raise
+                finally:
+                    conn.close()
+                return
+        conn, busy = entry[1], entry[2]
+        busy[0] += 1
+        try:
+            yield conn
+        except sqlite3.DatabaseError as exc:
+            kept.pop(str(self.path), None)
+            _close_quietly(conn)
+            self._raise_damage(exc)
+            raise
+        finally:
+            busy[0] -= 1
+
+    def close(self) -> None:
+        """Close this thread's kept connection to the file (reopened by the next call): before
+        the file is moved, copied or replaced by hand."""
+        entry = _local_connections().pop(str(self.path), None)
+        if entry is not None:
+            _close_quietly(entry[1])
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        except sqlite3.DatabaseError as exc:
+            self._raise_damage(exc)
+            raise
+        return conn
+
+    def _raise_damage(self, exc: sqlite3.DatabaseError) -> None:
+        problem = _damage(exc)
+        if problem is not None:
+            raise RegistryDamagedError(self.path, problem) from exc
+
+    @staticmethod
+    @contextmanager
+    def _write_on(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
             yield conn
-        finally:
-            conn.close()
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One short write transaction; IMMEDIATE takes the write lock up front so a
         concurrent writer waits on the busy timeout instead of failing mid-transaction."""
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._connect() as conn, self._write_on(conn):
+            yield conn
 
     # ---------------------------------------------------------------- writes
     def add(self, name: str, backend: str, spec: dict[str, Any], run_dir: str | None,
@@ -237,6 +467,82 @@ class JobRegistry:
         with self._connect() as conn:
             rows = conn.execute(query, params).fetchall()
         return [_row_to_record(r) for r in rows]
+
+    def prune(self, older_than_s: float, *, dry_run: bool = False, now: float | None = None,
+              archive_dir: Path | None = None) -> builtins.list[JobRecord]:
+        """Forget the finished jobs that ended more than ``older_than_s`` seconds ago.
+
+        Never automatic: only ``lanenb jobs prune`` calls it. Nothing is lost: the rows (and
+        their snapshot links) are first written to ``archive/jobs-<time>.jsonl`` beside the
+        registry (``import_records`` takes them back), and run dirs are left as they are.
+        Running, pending and suspended jobs are never pruned, however old.
+
+        Args:
+            older_than_s: age of the job's end (its creation, for a job without an end time).
+            dry_run: only return what would go; change nothing.
+
+        Returns:
+            The pruned (or, with ``dry_run``, prunable) records, oldest first.
+
+        Raises:
+            ValueError: ``older_than_s`` is negative.
+        """
+        if not older_than_s >= 0:
+            raise ValueError(f"older_than_s={older_than_s!r}: must be >= 0 seconds")
+        cutoff = (time.time() if now is None else now) - older_than_s
+        marks = ",".join("?" * len(FINAL_STATES))
+        query = (f"SELECT * FROM jobs WHERE state IN ({marks}) AND COALESCE(finished, created) < ? "
+                 "ORDER BY created, name")
+        if dry_run:
+            with self._connect() as conn:
+                return [_row_to_record(r) for r in conn.execute(query, (*FINAL_STATES, cutoff)).fetchall()]
+        with self._write() as conn:  # read and delete in one transaction: a job cannot change in between
+            rows = conn.execute(query, (*FINAL_STATES, cutoff)).fetchall()
+            if not rows:
+                return []
+            names = [r["name"] for r in rows]
+            links = [dict(r) for name in names
+                     for r in conn.execute("SELECT * FROM job_snapshots WHERE job=?", (name,)).fetchall()]
+            folder = make_private_dir(archive_dir or self.path.parent / "archive")
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+            target = folder / f"jobs-{stamp}-{os.getpid()}.jsonl"
+            lines = [json.dumps({"job": dict(r)}) for r in rows] + [json.dumps({"snapshot_link": k}) for k in links]
+            write_text(target, "\n".join(lines) + "\n")  # atomic, before anything is deleted
+            os.chmod(target, 0o600)
+            conn.executemany("DELETE FROM jobs WHERE name=?", [(n,) for n in names])
+            conn.executemany("DELETE FROM job_snapshots WHERE job=?", [(n,) for n in names])
+        self.last_archive = target
+        return [_row_to_record(r) for r in rows]
+
+    def import_records(self, rows: Iterable[dict[str, Any]], links: Iterable[dict[str, Any]] = ()) -> int:
+        """Add raw rows (an archive's ``job`` entries, rows read from a damaged file); a name
+        already recorded keeps its row. Returns how many rows were added."""
+        columns = ("name", "backend", "spec", "handle", "state", "status", "run_dir", "created", "updated",
+                   "started", "finished", "metrics")
+        added = 0
+        with self._write() as conn:
+            for row in rows:
+                values = [row.get(c) for c in columns]
+                for i, c in enumerate(columns):  # rows from job.json hold dicts, archives JSON text
+                    if c in ("spec", "handle", "status", "metrics") and isinstance(values[i], (dict, list)):
+                        values[i] = json.dumps(values[i])
+                values[3] = values[3] or "{}"
+                values[5] = values[5] or "{}"
+                cur = conn.execute(f"INSERT OR IGNORE INTO jobs({', '.join(columns)}) "
+                                   f"VALUES ({','.join('?' * len(columns))})", values)
+                added += cur.rowcount
+            for link in links:
+                conn.execute("INSERT OR IGNORE INTO job_snapshots(job, store, snapshot, role, volume, created) "
+                             "VALUES (?,?,?,?,?,?)", tuple(link.get(c) for c in
+                                                         ("job", "store", "snapshot", "role", "volume", "created")))
+        return added
+
+    def stamp(self) -> tuple[int, float]:
+        """``(jobs, last update time)``: changes whenever a job is added, removed or changes
+        state, so a kept listing knows it is out of date without reading the rows."""
+        with self._connect() as conn:
+            count, updated = conn.execute("SELECT COUNT(*), MAX(updated) FROM jobs").fetchone()
+        return int(count), float(updated or 0.0)
 
     def count(self) -> int:
         """How many jobs are recorded (a list view says "20 of 2000 shown")."""

@@ -11,14 +11,18 @@ executor, never on the server's event loop.
 
 from __future__ import annotations
 
+import collections
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from lanenb.analysis.runstate import tail_state
-from lanenb.analysis.summary import job_summaries, job_summary
+from lanenb.analysis.summary import error_summary, job_summary
 from lanenb.errors import UserError
-from lanenb.jobs import get_job, list_jobs
+from lanenb.home import lanenb_home
+from lanenb.jobs import JobRegistry, get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
 __all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
@@ -27,6 +31,14 @@ __all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", 
 _TAIL_LINES = 400         # log lines read per job for the jobs list (``tail_state``)
 
 FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by every client
+LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sidebars ask
+_LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
+_LIST_LOCK = threading.Lock()
+_LIST_DONE = threading.Condition(_LIST_LOCK)  # a reading finished
+_LIST_STAMPS: dict[tuple[str, int], tuple[int, float]] = {}  # the registry's stamp of each reading
+_LIST_BUSY: set[tuple[str, int]] = set()  # lists being read now (others get the previous reading meanwhile)
+FINAL_STATES_KEPT = 1024  # reduced states of finished jobs kept for the list (they never change)
+_FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = collections.OrderedDict()
 
 
 class ConfirmationError(UserError, ValueError):
@@ -38,15 +50,72 @@ def _tail_state(job: Any) -> Any:
     return tail_state(job, _TAIL_LINES)
 
 
+def _summary(job: Any) -> dict[str, Any]:
+    """One list row, as cheaply as it is right: a watched job's from its feed (no log read), a
+    finished job's from the state read once (it will not change), the others' from their tails."""
+    now = time.time()
+    try:
+        feed = FEEDS.peek(job.name, job.created)
+        if feed is not None:
+            return feed.summary(now)
+        key = (str(lanenb_home()), job.name, job.created)
+        state = _FINAL_STATES.get(key)
+        if state is None:
+            state = _tail_state(job)
+            if state.finished or state.state == "lost":
+                _FINAL_STATES[key] = state
+                while len(_FINAL_STATES) > FINAL_STATES_KEPT:
+                    _FINAL_STATES.popitem(last=False)
+        return job_summary(job, state, now=now)
+    except Exception as exc:  # one broken job must not hide the others
+        return error_summary(job, exc, now=now)
+
+
 def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
     """Jobs newest first: ``job_summary`` rows (state, progress, accuracy, latest utilisation).
 
     A job whose status cannot be read (a cluster that is unreachable) is listed with an
-    ``error`` instead of hiding the others."""
+    ``error`` instead of hiding the others. Read at most once per ``LIST_TTL_S`` for every
+    sidebar of the server, and after the first time beside the requests (a thread): a request
+    gets the latest reading at once, never a queue behind a reading. A job added, removed or
+    changing state (the registry's ``stamp``) is read at once, not a second later."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise UserError(f"limit={limit!r}: must be an integer >= 1")
-    jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
-    return job_summaries(jobs, _tail_state)
+    key = (str(lanenb_home()), limit)
+    stamp = JobRegistry().stamp()  # a job added, removed or changing state: read the list now
+    with _LIST_LOCK:  # every tab's sidebar asks every few seconds: one reading per LIST_TTL_S for all
+        cached = _LIST_CACHE.get(key)
+        if cached is not None and _LIST_STAMPS.get(key) != stamp:
+            cached = None
+            _LIST_CACHE.pop(key, None)
+        if cached is not None:
+            if time.monotonic() - cached[0] >= LIST_TTL_S and key not in _LIST_BUSY:
+                _LIST_BUSY.add(key)  # read again beside the requests, which get this reading meanwhile
+                threading.Thread(target=_read_list, args=(key, limit), daemon=True, name="lanenb-jobs-list").start()
+            return cached[1]
+        if key in _LIST_BUSY:  # the very first reading is under way: wait for it, do not read alongside
+            _LIST_DONE.wait_for(lambda: key not in _LIST_BUSY, timeout=60)
+            if key in _LIST_CACHE:
+                return _LIST_CACHE[key][1]
+        _LIST_BUSY.add(key)
+    return _read_list(key, limit, stamp)
+
+
+def _read_list(key: tuple[str, int], limit: int, stamp: tuple[int, float] | None = None) -> list[dict[str, Any]]:
+    try:
+        stamp = stamp or JobRegistry().stamp()
+        jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
+        rows = [_summary(job) for job in jobs]
+        with _LIST_LOCK:
+            _LIST_CACHE[key] = (time.monotonic(), rows)
+            _LIST_STAMPS[key] = stamp
+            while len(_LIST_CACHE) > 8:
+                _LIST_CACHE.pop(next(iter(_LIST_CACHE)))
+        return rows
+    finally:
+        with _LIST_LOCK:
+            _LIST_BUSY.discard(key)
+            _LIST_DONE.notify_all()
 
 
 def job_detail(name: str) -> dict[str, Any]:
@@ -76,7 +145,10 @@ def stop_job(name: str, confirm: Any) -> dict[str, Any]:
     job = get_job(name)
     if confirm != name:
         raise ConfirmationError(f"confirm={confirm!r}: repeat the job's name ({name!r}) to stop it")
-    return {"name": name, "status": job.cancel().to_dict()}
+    status = job.cancel().to_dict()
+    with _LIST_LOCK:
+        _LIST_CACHE.clear()  # the next list shows the stop at once
+    return {"name": name, "status": status}
 
 
 def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES, *,

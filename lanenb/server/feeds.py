@@ -26,7 +26,9 @@ from lanenb.analysis.chartdata import rank_table, run_rows, run_specs
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.runstate import RunState, fill_config
+from lanenb.analysis.summary import job_summary
 from lanenb.errors import UserError
+from lanenb.home import lanenb_home
 from lanenb.jobs import get_job
 from lanenb.jobs.updates import Update, UpdateBatch, split_cursor
 
@@ -96,6 +98,7 @@ class JobFeed:
         self._next = 0   # sequence number of the next update
         self._after: collections.OrderedDict[str, int] = collections.OrderedDict()  # cursor -> next seq
         self._lock = threading.RLock()
+        self._view: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ reading
     def refresh(self) -> None:
@@ -134,19 +137,32 @@ class JobFeed:
         self._after.move_to_end(cursor)  # values stay in insertion order: evicted from the front
 
     # ------------------------------------------------------------------ serving
+    def summary(self, now: float | None = None) -> dict[str, Any]:
+        """The job's list row (``job_summary``) from the feed's state, read under its lock: a
+        jobs list showing a watched job reads none of its log."""
+        self.refresh()
+        with self._lock:
+            return job_summary(self.job, self.state, now=now)
+
     def view(self) -> dict[str, Any]:
         """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
         metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
         plus the headline ``accuracy``, the doctor's ``verdict`` (``Verdict.to_dict()``) and the
-        ``charts``: the panel specs and their rows, the same ones the notebook's view draws."""
+        ``charts``: the panel specs and their rows, the same ones the notebook's view draws.
+        Built once per read of the log, however many tabs ask for the charts."""
         with self._lock:
-            data = self.state.to_dict()
-            data["accuracy"] = self.state.accuracy()
-            data["verdict"] = diagnose(self.state).to_dict()
-            data["charts"] = {"specs": run_specs(self.state), "rows": run_rows(self.state)}
-            data["ranks"] = rank_table(self.state)
-        data.pop("errors", None)  # tracebacks: the log shows them
-        data["name"] = self.job.name
+            key = (self.reads, self.state.events_seen, self.state.state, len(self.state.logs))
+            if self._view is None or self._view[0] != key:
+                data = self.state.to_dict()
+                data["accuracy"] = self.state.accuracy()
+                data["verdict"] = diagnose(self.state).to_dict()
+                data["charts"] = {"specs": run_specs(self.state), "rows": run_rows(self.state)}
+                data["ranks"] = rank_table(self.state)
+                data.pop("errors", None)  # tracebacks: the log shows them
+                data["name"] = self.job.name
+                self._view = (key, data)
+            data = dict(self._view[1])  # the cached dict's keys stay as built
+        data["feed"] = {"reads": self.reads, "tick_s": self._tick_s}  # how often the log was read (bench/load.py)
         return data
 
     def updates(self, cursor: str | None, max_lines: int = MAX_LINES, *, tail: int | None = None) -> dict[str, Any]:
@@ -202,6 +218,12 @@ class JobFeed:
                 "final": batch.final, "status": batch.status.to_dict() if batch.status else None}
 
 
+def _key(name: str, created: float | None) -> str:
+    """A feed's key: the registry (``$LANENB_HOME``), the name and the job's creation time (a
+    name reused by a new job, or the same name in another home, is another feed)."""
+    return f"{lanenb_home()}|{name}@{created}"
+
+
 class Feeds:
     """The feeds of the most recently watched jobs: bounded, thread-safe, keyed by name and
     creation time (a name reused by a new job gets a new feed)."""
@@ -211,25 +233,44 @@ class Feeds:
             raise UserError(f"size={size!r}: must be an integer >= 1")
         self._size = size
         self._options = feed_options
+        self._clock: Callable[[], float] = feed_options.get("clock", time.monotonic)
+        self._recheck_s = float(feed_options.get("tick_s", TICK_S))
+        self._names: dict[str, tuple[str, float]] = {}  # name -> (feed key, when it was read)
         self._items: collections.OrderedDict[str, JobFeed] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, name: str) -> JobFeed:
-        """The feed of job ``name``, made on first use.
+        """The feed of job ``name``, made on first use. Which job holds the name is read from
+        the registry at most once per ``tick_s`` (a name reused by a new job gets a new feed
+        within a tick), not on every request of every tab.
 
         Raises:
             JobNotFoundError: no job is called ``name``.
         """
-        job = get_job(name)
-        key = f"{name}@{job.created}"
         with self._lock:
+            known = self._names.get(_key(name, None))
+            if known is not None and self._clock() - known[1] < self._recheck_s and known[0] in self._items:
+                self._items.move_to_end(known[0])
+                return self._items[known[0]]
+        job = get_job(name)
+        key = _key(name, job.created)
+        with self._lock:
+            self._names[_key(name, None)] = (key, self._clock())
             feed = self._items.get(key)
             if feed is None:
                 feed = self._items[key] = JobFeed(job, **self._options)
             self._items.move_to_end(key)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
+            for stale in [n for n, (k, _) in self._names.items() if k not in self._items]:
+                del self._names[stale]
             return feed
+
+    def peek(self, name: str, created: float | None) -> JobFeed | None:
+        """The feed of job ``name`` made at ``created`` if one is kept; never makes one (a list
+        of jobs uses the feeds of the jobs someone is watching, and reads the others' tails)."""
+        with self._lock:
+            return self._items.get(_key(name, created))
 
     def __len__(self) -> int:
         return len(self._items)

@@ -18,7 +18,7 @@ from lanenb.contract.backend import LogChunk, LogLine
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.jobs import SpecError
 from lanenb.jobs.updates import poll
-from lanenb.server.feeds import Feeds, JobFeed
+from lanenb.server.feeds import TICK_S, Feeds, JobFeed
 
 
 class GrowingJob:
@@ -198,11 +198,14 @@ def test_feeds_are_bounded_and_a_reused_name_gets_a_new_feed(monkeypatch):
         return job
 
     monkeypatch.setattr("lanenb.server.feeds.get_job", get_job)
-    feeds = Feeds(size=2)
+    now = [0.0]
+    feeds = Feeds(size=2, clock=lambda: now[0])
     first = feeds.get("a")
     assert feeds.get("a") is first
     feeds.get("b"), feeds.get("c")
     assert len(feeds) == 2 and feeds.get("a") is not first  # "a" was the least recently used
     old = feeds.get("c")
     made["c"].created = 2.0  # a new job under an old name
-    assert feeds.get("c") is not old and len(feeds) == 2
+    assert feeds.get("c") is old  # within a tick the name is not looked up again
+    now[0] += TICK_S
+    assert feeds.get("c") is not old and len(feeds) == 2  # one tick later it is: a new feed

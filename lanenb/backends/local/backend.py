@@ -34,7 +34,7 @@ import psutil
 from lanenb.backends.local.discovery import data_roots, find_datasets, local_gpu_count
 from lanenb.backends.local.logfile import follow_lines, read_chunk, tail_text
 from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME
-from lanenb.contract.backend import Backend, LogChunk, LogLine
+from lanenb.contract.backend import Backend, LogChunk, LogLine, RunDirGoneError
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.home import make_private_dir
 from lanenb.launch import procs, rankguard
@@ -52,6 +52,9 @@ __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
 # Popen objects of supervisors this process started: kept so they are reaped (no zombies)
 # and never garbage-collected while running.
 _SPAWNED: dict[int, subprocess.Popen] = {}
+
+RANKS_TTL_S = 1.0  # how long a scan of a job's rank processes answers status() calls
+_RANKS_CACHE: dict[tuple[int, float], tuple[float, dict[str, str]]] = {}
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -244,6 +247,8 @@ class LocalBackend(Backend):
     def _lost_reason(self, handle: dict[str, Any]) -> str:
         """Why a job whose supervisor vanished without exit.json is lost, with what is known."""
         run = Path(handle["run_dir"])
+        if not run.is_dir():
+            return f"its run dir {run} was deleted (the supervisor could not record how the job ended)"
         reason = (f"the supervisor (pid {handle.get('pid')}) is gone without recording an exit status "
                   "(killed, out of memory or disk space, or the machine rebooted)")
         try:
@@ -284,7 +289,23 @@ class LocalBackend(Backend):
                          message=message)
 
     def _rank_states(self, sup: psutil.Process) -> dict[str, str]:
-        """Rank processes are the launcher's descendants that run the rank program."""
+        """Rank processes are the launcher's descendants that run the rank program; one scan
+        of the machine's processes per supervisor per ``RANKS_TTL_S`` (a list of running jobs
+        and every view of them ask at once)."""
+        try:
+            key = (sup.pid, sup.create_time())
+        except psutil.Error:
+            return {}
+        cached = _RANKS_CACHE.get(key)
+        if cached is not None and time.monotonic() - cached[0] < RANKS_TTL_S:
+            return dict(cached[1])
+        ranks = self._scan_ranks(sup)
+        for old in [k for k, (t, _) in _RANKS_CACHE.items() if time.monotonic() - t >= RANKS_TTL_S]:
+            _RANKS_CACHE.pop(old, None)
+        _RANKS_CACHE[key] = (time.monotonic(), ranks)
+        return dict(ranks)
+
+    def _scan_ranks(self, sup: psutil.Process) -> dict[str, str]:
         ranks: dict[str, str] = {}
         try:
             children = sup.children(recursive=True)
@@ -331,6 +352,13 @@ class LocalBackend(Backend):
         """Seek to byte offset ``cursor`` in ``job.log`` and return the whole lines after it."""
         if not handle:
             return LogChunk([], cursor, False)
+        run = Path(handle["run_dir"])
+        if not run.is_dir():
+            if self._supervisor(handle) is None:  # over: a finished job's list row stays as recorded
+                return LogChunk([], cursor, True)
+            raise RunDirGoneError(f"the run dir {run} of this job was deleted: its log, checkpoints and metrics "
+                                  f"are gone (other jobs are unaffected; `lanenb jobs prune` forgets this one once "
+                                  f"it has ended)")
         # decided before reading: once the output is closed nothing is appended any more
         closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
         return read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines, tail_lines=tail_lines)

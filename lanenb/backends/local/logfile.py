@@ -5,6 +5,12 @@ kernel re-attaches by byte offset. Each line becomes one ``LogLine`` (rank and s
 Open MPI's tag, ``lanenb_trainer.ranktag``); its ``@lanenb`` event is parsed when first asked
 for, once. Apart from ``backend.py``, which answers status and cancel from the supervisor's
 other files.
+
+A reader more than ``SKIP_BYTES`` behind the end of the log (a new kernel re-attaching to a
+run of days, the server's first read) is not made to fold every line: it gets the
+supervisor's ``job.digest`` (the events a summary needs and a thinned sample of steps, each
+at its real ``job.log`` offset), one line saying how much was summarised, then the log's last
+``TAIL_BYTES``. Cursors stay plain byte offsets of ``job.log``.
 """
 
 from __future__ import annotations
@@ -14,15 +20,17 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from lanenb.backends.local.supervise import SUPERVISOR_PREFIX
+from lanenb.backends.local.supervise import DIGEST_NAME, SUPERVISOR_PREFIX
 from lanenb.contract.backend import LogChunk
 from lanenb.errors import SpecError
 from lanenb.launch.lines import LogLine
 from lanenb_trainer.ranktag import read_tag
 
-__all__ = ["READ_LIMIT", "follow_lines", "read_chunk", "tail_text", "to_log_line"]
+__all__ = ["READ_LIMIT", "SKIP_BYTES", "TAIL_BYTES", "follow_lines", "read_chunk", "tail_text", "to_log_line"]
 
 READ_LIMIT = 4 * 2**20  # bytes of job.log one read_chunk call looks at
+SKIP_BYTES = 64 * 2**20  # a reader further behind than this gets the digest, then the tail
+TAIL_BYTES = 2 * 2**20  # how much of the log's end such a reader then reads line by line
 
 
 def to_log_line(raw: bytes) -> LogLine:
@@ -90,10 +98,57 @@ def follow_lines(log_path: Path, exit_path: Path, *, follow: bool, worker: int |
                 yield line
 
 
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count} bytes"
+
+
+def _digest_after(digest_path: Path, offset: int, max_lines: int) -> list[tuple[LogLine, str]]:
+    """The digest's lines whose ``job.log`` offset is past ``offset`` (at most ``max_lines``)."""
+    try:
+        data = digest_path.read_bytes()
+    except OSError:
+        return []
+    out: list[tuple[LogLine, str]] = []
+    for raw in data.split(b"\n"):
+        at, _, line = raw.partition(b" ")
+        if not at.isdigit() or int(at) <= offset:
+            continue
+        out.append((to_log_line(line), at.decode()))
+        if len(out) >= max_lines:
+            break
+    return out
+
+
+def _summarised(log_path: Path, offset: int, size: int, max_lines: int, skip_bytes: int) -> LogChunk | None:
+    """For a reader more than ``skip_bytes`` behind: the digest's lines after ``offset``, or,
+    once they are delivered, one line saying what was left out and a cursor ``TAIL_BYTES``
+    before the end. None when the reader is close enough (or there is no digest)."""
+    if size - offset <= skip_bytes:
+        return None
+    digest = log_path.with_name(DIGEST_NAME)
+    if not digest.exists():
+        return None
+    lines = _digest_after(digest, offset, max_lines)
+    if lines:
+        return LogChunk(lines, lines[-1][1], False)
+    with open(log_path, "rb") as fh:  # the tail (shorter than skip_bytes: read on, never summarised again)
+        fh.seek(max(offset, size - min(TAIL_BYTES, skip_bytes // 2)))
+        fh.readline()
+        start = fh.tell()
+    note = LogLine(None, f"[lanenb] {_size(start - offset)} of job.log summarised from {DIGEST_NAME} "
+                         f"(its events and a sample of steps); reading on from the last {_size(size - start)}",
+                   "supervisor", "supervisor")
+    return LogChunk([(note, str(start))], str(start), False)
+
+
 def read_chunk(log_path: Path, cursor: str | None, *, closed: bool, max_lines: int,
-               tail_lines: int | None) -> LogChunk:
+               tail_lines: int | None, skip_bytes: int = SKIP_BYTES) -> LogChunk:
     """Seek to byte offset ``cursor`` in ``log_path`` and return the whole lines after it
-    (``Backend.read_log``); ``closed``: nothing will be appended any more.
+    (``Backend.read_log``); ``closed``: nothing will be appended any more. A reader more than
+    ``skip_bytes`` behind gets the digest and then the tail instead (module docstring).
 
     Raises:
         SpecError: ``cursor`` is not a byte offset.
@@ -113,6 +168,8 @@ def read_chunk(log_path: Path, cursor: str | None, *, closed: bool, max_lines: i
                 offset = 0
             if not cursor and tail_lines:
                 offset = max(0, size - max(64 * 1024, 400 * tail_lines))
+            elif (summary := _summarised(log_path, offset, size, max_lines, skip_bytes)) is not None:
+                return summary
             fh.seek(offset)
             # bounded: a poll of a long log reads a slice, not the whole rest of the file
             data = fh.read(min(size - offset, READ_LIMIT))

@@ -24,7 +24,14 @@ The process tree and how it comes down (docs/ARCHITECTURE.md, "Local jobs"):
 * **Full disk.** SIGXFSZ is ignored and write errors on ``job.log`` stop the log, not the
   supervisor: it keeps draining mpirun, and ``exit.json`` (written into space freed from a
   file reserved at start if need be) says what happened. ``job.log`` is capped: past
-  ``--max-log-bytes`` only ``@lanenb`` event lines are kept, past twice that nothing more.
+  ``--max-log-bytes`` only ``@lanenb`` event lines are kept, past twice that only the events
+  the reducer cannot do without (``DIGEST_KINDS``: start, epoch, eval, checkpoint, end, error,
+  snapshot: a few per epoch).
+* **Long runs.** Beside ``job.log`` the supervisor keeps ``job.digest``: every ``DIGEST_KINDS``
+  event and a thinned, evenly spread sample of ``step`` events (``DIGEST_STEPS`` per doubling
+  of the run: ~5k lines for 1M steps), each with the ``job.log`` byte offset after it. A reader
+  far behind (a new kernel re-attaching to a 10 GB log) folds the digest and the log's tail
+  instead of every line (``logfile.read_chunk``).
 
 It never imports torch: it must start in milliseconds.
 """
@@ -38,6 +45,7 @@ import functools
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,6 +65,11 @@ from lanenb_trainer.events import PREFIX as EVENT_PREFIX
 from lanenb_trainer.ranktag import tag_line
 
 LOG_NAME = "job.log"
+DIGEST_NAME = "job.digest"  # "<job.log offset after the line> <line>": what a late reader folds
+# events a run's summary needs whatever the log's length: outcome, figures, checkpoints, errors
+DIGEST_KINDS = frozenset({"start", "epoch", "eval", "checkpoint", "end", "error", "snapshot"})
+DIGEST_STEPS = 512  # step events kept per stride; the stride doubles after each 512
+_KIND = re.compile(r'"kind":\s*"(\w+)"')
 EXIT_NAME = "exit.json"
 CANCEL_NAME = "cancel.json"
 PIDS_NAME = "pids"  # folder: rank-<R>.json written by each rank's guard
@@ -85,12 +98,16 @@ class JobLog:
     too large) stops writing for good and is reported in ``exit.json``.
     """
 
-    def __init__(self, fh: IO[bytes], max_bytes: int) -> None:
+    def __init__(self, fh: IO[bytes], max_bytes: int, digest: IO[bytes] | None = None) -> None:
         self.fh = fh  # unbuffered: nothing is left in a buffer to fail again at close
         self.max_bytes = max_bytes
         self.size = fh.tell()
         self.dropped = 0
         self.error: str | None = None
+        self.digest = digest
+        self.steps_seen = 0
+        self._stride = 1
+        self._kept_at_stride = 0
         self._said_cap = False
         self._lock = threading.Lock()  # the escalation thread writes too
 
@@ -104,14 +121,19 @@ class JobLog:
         if self.error is not None:
             self.dropped += 1
             return
+        kind = None
+        if EVENT_PREFIX in text:
+            found = _KIND.search(text)
+            kind = found.group(1) if found else None
         if not keep and self.size >= self.max_bytes:
             hard = self.size >= 2 * self.max_bytes
-            if hard or EVENT_PREFIX not in text:
+            if kind is None or (hard and kind not in DIGEST_KINDS):
                 self.dropped += 1
                 if not self._said_cap:
                     self._said_cap = True
                     self._write(f"{SUPERVISOR_PREFIX}job.log reached {self.max_bytes} bytes: from here on only "
-                                f"@lanenb event lines are kept (none past {2 * self.max_bytes} bytes)\n", True)
+                                f"@lanenb event lines are kept (past {2 * self.max_bytes} bytes only "
+                                f"{', '.join(sorted(DIGEST_KINDS))})\n", True)
                 return
         data = text.encode("utf-8", errors="replace")
         try:
@@ -126,6 +148,28 @@ class JobLog:
             self.dropped += 1
             return
         self.size += len(data)
+        if self.digest is not None and kind is not None and self._digested(kind):
+            try:
+                self.digest.write(b"%d %s" % (self.size, data))
+            except OSError:  # the digest is a convenience: a full disk stops it, not the job
+                self.digest = None
+
+    def _digested(self, kind: str) -> bool:
+        """Whether an event of ``kind`` goes to the digest: every ``DIGEST_KINDS`` one, and
+        every ``stride``-th step, the stride doubling after ``DIGEST_STEPS`` kept (an even
+        sample of any length of run in O(DIGEST_STEPS * log(steps)) lines)."""
+        if kind in DIGEST_KINDS:
+            return True
+        if kind != "step":
+            return False
+        self.steps_seen += 1
+        if self.steps_seen % self._stride:
+            return False
+        self._kept_at_stride += 1
+        if self._kept_at_stride >= DIGEST_STEPS:
+            self._stride *= 2
+            self._kept_at_stride = 0
+        return True
 
     def say(self, text: str) -> None:
         self.write(SUPERVISOR_PREFIX + text + "\n", keep=True)
@@ -247,8 +291,8 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
     for stale in pid_dir.glob("rank-*.json"):
         stale.unlink(missing_ok=True)
 
-    with open(log_path, "ab", buffering=0) as fh:
-        log = JobLog(fh, max_log_bytes)
+    with open(log_path, "ab", buffering=0) as fh, open(log_path.with_name(DIGEST_NAME), "ab", buffering=0) as dg:
+        log = JobLog(fh, max_log_bytes, dg)
         stopper = Stopper(log, grace)
         signal.signal(signal.SIGTERM, stopper.on_signal)
         signal.signal(signal.SIGINT, stopper.on_signal)
