@@ -29,3 +29,16 @@ def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile, ``q`` in 0..1."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def add_run_arguments(ap, rounds: int, steps: int) -> None:
+    """The flags of an A/B training bench (one setting on, one off, in interleaved rounds):
+    ranks, rounds, steps, warm-up, image size, batch and torch threads per rank."""
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (each: one run per setting)")
+    ap.add_argument("--steps", type=int, default=steps, help="steps per run")
+    ap.add_argument("--warmup", type=int, default=5, help="first steps left out of each run's median")
+    ap.add_argument("--height", type=int, default=128)
+    ap.add_argument("--width", type=int, default=320)
+    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per rank (LANENB_THREADS)")

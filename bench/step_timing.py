@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import cpu_name
+from benchutil import add_run_arguments, cpu_name
 
 
 def run_once(ranks: int, args: argparse.Namespace, data: Path, run_dir: Path, every: int) -> float:
@@ -144,15 +144,8 @@ def hook_cost(steps: int, workdir: Path) -> tuple[float, float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ranks", type=int, default=2)
+    add_run_arguments(ap, rounds=6, steps=40)
     ap.add_argument("--engine", default="ddp")
-    ap.add_argument("--rounds", type=int, default=6, help="interleaved rounds (each: one run per setting)")
-    ap.add_argument("--steps", type=int, default=40, help="steps per run")
-    ap.add_argument("--warmup", type=int, default=5, help="first steps left out of each run's median")
-    ap.add_argument("--height", type=int, default=128)
-    ap.add_argument("--width", type=int, default=320)
-    ap.add_argument("--batch-size", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads per rank (LANENB_THREADS)")
     ap.add_argument("--calls", type=int, default=200_000, help="steps of the in-process per-step measure")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import cpu_name
+from benchutil import add_run_arguments, cpu_name
 
 
 def run_once(args: argparse.Namespace, data: Path, run_dir: Path, tensorboard: bool) -> float:
@@ -99,14 +99,7 @@ def per_event_cost(n: int, workdir: Path) -> tuple[float, float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=4, help="interleaved rounds (each: one run per setting)")
-    ap.add_argument("--steps", type=int, default=30, help="steps per run")
-    ap.add_argument("--warmup", type=int, default=5, help="first steps left out of each run's median")
-    ap.add_argument("--height", type=int, default=128)
-    ap.add_argument("--width", type=int, default=320)
-    ap.add_argument("--batch-size", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads per rank (LANENB_THREADS)")
+    add_run_arguments(ap, rounds=4, steps=30)
     ap.add_argument("--events", type=int, default=1000, help="step events of the in-process measure")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
