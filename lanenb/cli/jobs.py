@@ -256,14 +256,10 @@ def _wait(args: argparse.Namespace) -> int:
 
 def _to_mlflow(args: argparse.Namespace) -> int:
     from lanenb.commands.trackers import run_mlflow
-    from lanenb.errors import UserError
     from lanenb.runs import MlflowExportError
 
-    try:
+    try:  # a bad value (UserError) is main()'s: "error: ..." and exit 2
         print(run_mlflow(args, args.name))
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     except MlflowExportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -271,12 +267,7 @@ def _to_mlflow(args: argparse.Namespace) -> int:
 
 
 def _tensorboard(args: argparse.Namespace) -> int:
-    from lanenb.errors import UserError
     from lanenb.runs import tensorboard_dir
 
-    try:
-        print(tensorboard_dir(args.name))
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    print(tensorboard_dir(args.name))  # an unknown job (UserError) is main()'s: "error: ..." and exit 2
     return 0
