@@ -9,7 +9,6 @@ and legend toggles survive every update and nothing is re-drawn whole. Rows are 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import ipywidgets as widgets
@@ -43,7 +42,6 @@ class LiveCharts(widgets.DOMWidget):
 
     def __init__(self, state: RunState | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.sent_bytes = 0  # JSON sent for rows so far (bench/notebook_view.py reads it)
         if state is not None:
             self.show_state(state)
 
@@ -65,5 +63,4 @@ class LiveCharts(widgets.DOMWidget):
             if specs != self.specs:
                 self.specs = specs
             if rows != self.rows:
-                self.sent_bytes += len(json.dumps(rows))
                 self.rows = rows
