@@ -42,3 +42,15 @@ def add_run_arguments(ap, rounds: int, steps: int) -> None:
     ap.add_argument("--width", type=int, default=320)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank (LANENB_THREADS)")
+
+
+def paired_overhead(on: list[float], off: list[float]) -> tuple[float, float, float, float]:
+    """An A/B bench's verdict from interleaved rounds: the medians of both settings, the overhead
+    in % (median of each round's on/off ratio: the two runs of a round ran back to back, so
+    slow drifts of the machine's load cancel) and the ratios' spread in % (what the measure can
+    resolve)."""
+    import statistics
+
+    ratios = [a / b for a, b in zip(on, off)]
+    return (statistics.median(on), statistics.median(off), (statistics.median(ratios) - 1) * 100,
+            (max(ratios) - min(ratios)) / 2 * 100)

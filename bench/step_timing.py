@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import add_run_arguments, cpu_name
+from benchutil import add_run_arguments, cpu_name, paired_overhead
 
 
 def run_once(ranks: int, args: argparse.Namespace, data: Path, run_dir: Path, every: int) -> float:
@@ -163,12 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             for every in order:
                 results[every].append(run_once(args.ranks, args, data, Path(tmp) / f"run-{r}-{every}", every))
             print(f"  round {r + 1}: step {results[10][-1] * 1e3:.2f} ms timed, {results[0][-1] * 1e3:.2f} ms off")
-    on_med, off_med = statistics.median(results[10]), statistics.median(results[0])
-    # paired: each round's two runs ran back to back, so their ratio cancels slow drifts of the
-    # machine's load; the spread of the ratios is what this measure can resolve
-    ratios = [on / off for on, off in zip(results[10], results[0])]
-    over = (statistics.median(ratios) - 1) * 100
-    spread = (max(ratios) - min(ratios)) / 2 * 100
+    on_med, off_med, over, spread = paired_overhead(results[10], results[0])
     print(f"end to end, step time: --timing-every 10 median {on_med * 1e3:.2f} ms (best {min(results[10]) * 1e3:.2f}), "
           f"--timing-every 0 median {off_med * 1e3:.2f} ms (best {min(results[0]) * 1e3:.2f})")
     print(f"  overhead {over:+.2f}% (median of the rounds' paired ratios; the rounds spread +-{spread:.2f}%)"

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchutil import add_run_arguments, cpu_name
+from benchutil import add_run_arguments, cpu_name, paired_overhead
 
 
 def run_once(args: argparse.Namespace, data: Path, run_dir: Path, tensorboard: bool) -> float:
@@ -125,10 +125,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(six scalars built and written off the training thread)")
     if not args.rounds:
         return 0
-    on_med, off_med = statistics.median(results[True]), statistics.median(results[False])
-    ratios = [on / off for on, off in zip(results[True], results[False])]
-    over = (statistics.median(ratios) - 1) * 100
-    spread = (max(ratios) - min(ratios)) / 2 * 100
+    on_med, off_med, over, spread = paired_overhead(results[True], results[False])
     print(f"end to end, step time: --tensorboard median {on_med * 1e3:.2f} ms, --no-tensorboard median "
           f"{off_med * 1e3:.2f} ms")
     print(f"  overhead {over:+.2f}% (median of the rounds' paired ratios; the rounds spread +-{spread:.2f}%)"
