@@ -48,8 +48,9 @@ setup_mpi() {
     dpkg -x "$deb" "$MPI_ROOT" || failed "Open MPI: dpkg -x $(basename "$deb")"
   done
   # Debian names them through update-alternatives, which dpkg -x does not run
-  ln -sf orterun "$MPI_ROOT/usr/bin/mpirun" && ln -sf orterun "$MPI_ROOT/usr/bin/mpiexec" \
-    || failed "Open MPI: mpirun/mpiexec links in $MPI_ROOT/usr/bin"
+  if ! { ln -sf orterun "$MPI_ROOT/usr/bin/mpirun" && ln -sf orterun "$MPI_ROOT/usr/bin/mpiexec"; }; then
+    failed "Open MPI: mpirun/mpiexec links in $MPI_ROOT/usr/bin"
+  fi
   for lib in "${GENERIC_LIBS[@]}"; do
     if ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$lib "; then
       rm -f "$LIBDIR/$lib" "$LIBDIR/$lib".* "$MPI_ROOT/lib/x86_64-linux-gnu/$lib" "$MPI_ROOT/lib/x86_64-linux-gnu/$lib".*
