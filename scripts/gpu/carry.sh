@@ -8,7 +8,8 @@
 #          every dependency the image lacks (scripts/gpu/image-packages.txt lists what it has).
 #   --notebook: also papermill + ipykernel + ipywidgets (and their closure) and Debian's restic
 #          (the quickstart's --snapshot), so notebooks/01-quickstart.ipynb can run there.
-#   --vl-convert: also vl-convert-python (the run charts' static image; big, and the notebook
+#   --vl-convert: also vl-convert-python (the run charts' static image; a 32 MiB wheel: with the
+#          notebook group that is over the limit, so the guard refuses it; the notebook
 #          side falls back to a matplotlib image without it).
 #   manifest.txt: every file with its size; exits 1 when carry + the repo's tracked files
 #          exceed LIMIT_MIB (default 60; a device run takes 64 MiB in all).

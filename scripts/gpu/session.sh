@@ -105,7 +105,9 @@ setup_wheels() {
 
 setup_kernel() {
   local t0=$SECONDS
-  if ! "$PY" -c "import ipykernel, papermill" 2>/dev/null; then
+  # found, not imported: a broken import should fail loudly below, not read as "not carried"
+  if ! "$PY" -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('ipykernel') and u.find_spec('papermill')))"
+  then
     say "notebook group not carried (no ipykernel/papermill): no Jupyter kernel registered"
     return
   fi
