@@ -10,7 +10,7 @@
 #          (the quickstart's --snapshot), so notebooks/01-quickstart.ipynb can run there.
 #   --vl-convert: also vl-convert-python (the run charts' static image; a 32 MiB wheel: with the
 #          notebook group that is over the limit, so the guard refuses it; the notebook
-#          side falls back to a matplotlib image without it).
+#          side keeps the run view's text without it: "no static chart image").
 #   manifest.txt: every file with its size; exits 1 when carry + the repo's tracked files
 #          exceed LIMIT_MIB (default 60; a device run takes 64 MiB in all).
 #
@@ -26,7 +26,7 @@ for arg in "$@"; do
   case "$arg" in
     --notebook) notebook=1 ;;
     --vl-convert) notebook=1; vlconvert=1 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "carry.sh: unknown argument $arg (--notebook, --vl-convert)" >&2; exit 2 ;;
   esac
 done
