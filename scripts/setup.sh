@@ -30,6 +30,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# pip itself first: pip 23's resolver gives up on lanenb[dev]'s graph (azure-ai-ml's pinned
+# opentelemetry beside mlflow-skinny's range: "InconsistentCandidate", seen 2026-11-26)
+echo "==> pip install --upgrade pip"
+"$PY" -m pip install -q --upgrade "pip>=25"
 echo "==> pip install $TORCH_SPEC and lanenb[dev]"
 "$PY" -m pip install -q "$TORCH_SPEC" numpy
 # the JupyterLab extension build, pip install -e, extension links, kernel (binder/postBuild runs it too)

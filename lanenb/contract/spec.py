@@ -59,7 +59,9 @@ class TrainSpec:
         dataset: TuSimple-layout dataset root, as the ranks see it (under a ``volumes`` mount
             on Kubernetes). Required.
         processes: MPI ranks (``runai --processes``).
-        gpus: GPUs per process (0: CPU).
+        gpus: GPUs per process (0: CPU). The ranks get ``--device cuda`` for 1 or more (a run
+            whose ranks see no GPU fails at start instead of training on the CPU) and
+            ``--device cpu`` for 0 (even where GPUs are visible).
         batch_size: per rank; the global batch is ``processes x batch_size``.
         epochs: passes over the training split.
         engine: ``auto`` (Horovod when importable), ``horovod`` or ``ddp``.
@@ -297,6 +299,7 @@ class TrainSpec:
             batch_size=self.batch_size,
             engine=self.engine,
             backbone=self.backbone,
+            device="cuda" if self.gpus else "cpu",
             use_workers=self.num_workers > 0,
             num_workers=self.num_workers or None,
             use_val=self.use_val,

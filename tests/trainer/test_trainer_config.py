@@ -54,6 +54,8 @@ def test_bad_env_values_are_named(data, tmp_path, var, value, expected):
     (["--weights", "/nonexistent/w.pt"], "--weights '/nonexistent/w.pt': no such file"),
     (["--resume"], "--resume: no checkpoint at"),
     (["--val-fraction", "0", "--use-val"], "--use-val (or env USE_VAL=true) needs --val-fraction > 0"),
+    (["--device", "gpu"], "--device 'gpu' is not one of auto, cpu, cuda"),
+    (["--amp-dtype", "half"], "--amp-dtype 'half' is not one of float16, bfloat16"),
 ])
 def test_bad_flags_are_named(data, tmp_path, extra, expected):
     with pytest.raises(ConfigError) as exc:

@@ -23,6 +23,8 @@ from .runai import RUNAI_ENV, bool_word, runai_variable
 # The one list of each (engines/, models/ and the notebook side import these names). The
 # backbones are the model registry's (lanenb_trainer.model_registry), named without torch.
 ENGINES = ("auto", "horovod", "ddp")
+DEVICES = ("auto", "cpu", "cuda")
+AMP_DTYPES = ("float16", "bfloat16")
 BACKBONES = list_models()
 IMAGENET_BACKBONES = imagenet_models()  # with a torchvision ImageNet layout
 
@@ -67,7 +69,15 @@ class TrainConfig:
         timing_every: a ``timing`` event (where each step's time went: data wait, copy,
             compute, gradient exchange, optimizer) from every rank every N steps; 0 turns
             the measurement off.
-        amp: mixed precision (GPU only).
+        device: ``auto`` (a GPU per rank when torch sees one, else the CPU), ``cpu``, or
+            ``cuda`` (a GPU per rank, shared round-robin when ranks outnumber GPUs; the run
+            fails at start, naming the reason, when torch sees no GPU). The notebook side
+            passes ``cuda`` for ``gpus >= 1`` and ``cpu`` for ``gpus=0``.
+        amp: mixed precision on a GPU, in ``amp_dtype``.
+        amp_dtype: ``float16`` (with a loss scaler) or ``bfloat16`` (no scaler needed; also
+            turns on CPU autocast, which has no float16 path).
+        channels_last: NHWC memory format for the model and the batches (tensor cores and
+            cuDNN's fastest convolutions want it under AMP).
         tensorboard: TensorBoard event files under ``run_dir/tensorboard/`` (rank 0's training,
             validation and test scalars; each rank's system and timing scalars); ``--no-tensorboard``
             writes none.
@@ -106,7 +116,10 @@ class TrainConfig:
     log_every: int = 10
     system_interval: float = 2.0
     timing_every: int = 10  # 0 = no timing events
-    amp: bool = True  # only takes effect on GPU
+    device: str = "auto"
+    amp: bool = True  # float16: GPU only; bfloat16: GPU and CPU
+    amp_dtype: str = "float16"
+    channels_last: bool = False
     tensorboard: bool = True  # run_dir/tensorboard/ (lanenb_trainer.tensorboard_log)
     enable_snapshot: bool = False
     pvc_name: str | None = None
@@ -213,6 +226,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
     g.add_argument("--timing-every", type=int,
                    help="every rank emits a timing event (where each step's time goes: data, copy, compute, "
                         f"gradient exchange, optimizer) every N steps; 0 = off (default {d.timing_every})")
+    g.add_argument("--device", help=f"{'|'.join(DEVICES)}: where each rank computes (default {d.device}: "
+                   "a GPU per rank when torch sees one)")
+    g.add_argument("--amp-dtype", help=f"{'|'.join(AMP_DTYPES)}: the mixed-precision type with --amp "
+                   f"(default {d.amp_dtype}; bfloat16 also on CPUs)")
     g.add_argument("--collective-timeout", type=float,
                    help=f"seconds before a hung collective fails the run (default {d.collective_timeout:g})")
     g.add_argument("--pvc-name", help="PVC to snapshot at the end (env PVC_NAME)")
@@ -273,6 +290,10 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"--run-dir {c.run_dir!r} exists and is not a directory")
     if c.engine not in ENGINES:
         raise ConfigError(f"--engine {c.engine!r} is not one of {', '.join(ENGINES)}")
+    if c.device not in DEVICES:
+        raise ConfigError(f"--device {c.device!r} is not one of {', '.join(DEVICES)}")
+    if c.amp_dtype not in AMP_DTYPES:
+        raise ConfigError(f"--amp-dtype {c.amp_dtype!r} is not one of {', '.join(AMP_DTYPES)}")
     if c.backbone not in list_models():
         raise ConfigError(f"--backbone {c.backbone!r} is not one of {', '.join(list_models())}")
     for name, minimum in (("epochs", 1), ("batch_size", 1), ("val_batch_size", 1), ("num_workers", 0),

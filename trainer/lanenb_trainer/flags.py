@@ -15,7 +15,7 @@ __all__ = ["NEGATABLE", "flag_name", "to_flags"]
 
 # Switches with a ``--no-`` form (``add_train_arguments`` defines both); other switches, such as
 # ``--resume``, exist only in their positive form.
-NEGATABLE = ("use_workers", "use_val", "augment", "amp", "enable_snapshot", "tensorboard")
+NEGATABLE = ("use_workers", "use_val", "augment", "amp", "channels_last", "enable_snapshot", "tensorboard")
 
 
 def flag_name(field: str) -> str:

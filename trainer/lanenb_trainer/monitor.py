@@ -7,6 +7,7 @@ so a crashed rank never waits for it.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,7 @@ class SystemMonitor:
             import pynvml
 
             pynvml.nvmlInit()
-            self._gpu = pynvml.nvmlDeviceGetHandleByIndex(self.gpu_index)
+            self._gpu = _nvml_handle(pynvml, self.gpu_index)
             self._nvml = pynvml
         except Exception:
             self._nvml = None
@@ -87,3 +88,35 @@ class SystemMonitor:
                 self._nvml.nvmlShutdown()
             except Exception:
                 pass
+
+
+def nvml_device(index: int, visible: str | None) -> int | str:
+    """NVML's name for torch's ``cuda:index``: a physical index, or a ``GPU-``/``MIG-`` UUID.
+
+    Why: torch numbers only the GPUs ``CUDA_VISIBLE_DEVICES`` lets it see, NVML numbers every
+    GPU of the machine; with ``CUDA_VISIBLE_DEVICES=2,3`` torch's ``cuda:0`` is NVML's 2, and a
+    rank that read NVML's 0 would chart another job's GPU.
+    """
+    if visible is None:
+        return index
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if index >= len(entries):
+        return index
+    entry = entries[index]
+    return int(entry) if entry.isdigit() else entry
+
+
+def _nvml_handle(nv: Any, index: int) -> Any:
+    """The NVML handle of torch's ``cuda:index``: by the UUID torch reports, else by
+    :func:`nvml_device`."""
+    try:
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+        return nv.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}")
+    except Exception:
+        pass
+    target = nvml_device(index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if isinstance(target, str):
+        return nv.nvmlDeviceGetHandleByUUID(target)
+    return nv.nvmlDeviceGetHandleByIndex(target)

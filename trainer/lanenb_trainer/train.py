@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     monitor: SystemMonitor | None = None
     t0 = time.time()
     try:
-        engine = get_engine(cfg.engine, collective_timeout=cfg.collective_timeout).init()
+        engine = get_engine(cfg.engine, collective_timeout=cfg.collective_timeout, device=cfg.device).init()
         rank, world = engine.rank, engine.world_size
         trainer = Trainer(cfg, engine)
         gpu = engine.device.index if engine.device.type == "cuda" else None

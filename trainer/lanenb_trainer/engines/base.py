@@ -41,8 +41,9 @@ class Engine(ABC):
 
     name = "base"
 
-    def __init__(self, *, collective_timeout: float = 600.0) -> None:
+    def __init__(self, *, collective_timeout: float = 600.0, device: str = "auto") -> None:
         self.collective_timeout = collective_timeout
+        self.device_choice = device  # --device: auto | cpu | cuda
         self.rank = 0
         self.world_size = 1
         self.local_rank = 0
@@ -56,14 +57,29 @@ class Engine(ABC):
         """Join the world; sets rank, world_size, local_rank, local_size and device."""
 
     def _pick_device(self) -> None:
-        """One GPU per rank, chosen by local rank; otherwise CPU with a fair share of cores."""
-        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
-            index = self.local_rank % torch.cuda.device_count()
+        """``--device``: a GPU per rank chosen by local rank (round-robin when ranks outnumber
+        GPUs), or the CPU with a fair share of this host's cores.
+
+        Raises:
+            EngineError: ``--device cuda`` and torch sees no GPU (named: a CPU build of torch,
+                or ``CUDA_VISIBLE_DEVICES`` hiding them).
+        """
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = pick_gpu(self.device_choice, self.local_rank, count,
+                         torch_cuda=torch.version.cuda, visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if index is None:
+            self.device = torch.device("cpu")
+        else:
             torch.cuda.set_device(index)
             self.device = torch.device("cuda", index)
-        else:
-            self.device = torch.device("cpu")
         torch.set_num_threads(threads_per_rank(self.local_size))
+
+    @property
+    def ranks_per_gpu(self) -> int:
+        """This host's ranks per GPU (1 on CPUs): above 1, ranks share a GPU."""
+        if self.device.type != "cuda":
+            return 1
+        return -(-self.local_size // max(1, torch.cuda.device_count()))
 
     @abstractmethod
     def prepare(
@@ -148,6 +164,26 @@ class Engine(ABC):
         return {"engine": self.name, "rank": self.rank, "world_size": self.world_size,
                 "local_rank": self.local_rank, "local_size": self.local_size,
                 "device": str(self.device), "threads": torch.get_num_threads()}
+
+
+def pick_gpu(choice: str, local_rank: int, gpus: int, *, torch_cuda: str | None = None,
+             visible: str | None = None) -> int | None:
+    """The GPU index for ``--device choice`` on a rank with ``gpus`` visible GPUs (None: the CPU).
+
+    Raises:
+        EngineError: ``cuda`` asked for and no GPU visible, saying why as far as torch tells.
+    """
+    if choice == "cpu" or (choice == "auto" and gpus == 0):
+        return None
+    if choice not in ("auto", "cuda"):
+        raise EngineError(f"--device {choice!r} is not one of auto, cpu, cuda")
+    if gpus == 0:
+        why = ("this torch is a CPU build (torch.version.cuda is None); install a CUDA build"
+               if torch_cuda is None else
+               f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU" if visible is not None and not visible.strip()
+               else f"torch (CUDA {torch_cuda}) finds no GPU: check nvidia-smi and the driver")
+        raise EngineError(f"--device cuda (gpus >= 1): no GPU visible to this rank: {why}")
+    return local_rank % gpus
 
 
 def threads_per_rank(local_size: int) -> int:

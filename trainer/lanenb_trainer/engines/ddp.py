@@ -76,6 +76,15 @@ def _timed_allreduce(engine: DDPEngine, bucket):
     return work.get_future().then(lambda fut: fut.value()[0])
 
 
+def ddp_backend(device_type: str, ranks_per_gpu: int) -> str:
+    """NCCL when each rank of a host has a GPU of its own; gloo on CPUs and when ranks share a
+    GPU, which NCCL refuses ("Duplicate GPU detected"): gloo all-reduces CUDA tensors through
+    host memory, slower, but the shared GPU is the bottleneck then anyway."""
+    if device_type == "cuda" and ranks_per_gpu <= 1:
+        return "nccl"
+    return "gloo"
+
+
 class DDPEngine(Engine):
     name = "ddp"
 
@@ -89,7 +98,7 @@ class DDPEngine(Engine):
                     f"--engine ddp with {self.world_size} ranks needs {' and '.join(missing)} in every "
                     "rank's environment (mpirun -x MASTER_ADDR -x MASTER_PORT; lanenb train sets them)"
                 )
-            backend = "nccl" if self.device.type == "cuda" else "gloo"
+            backend = ddp_backend(self.device.type, self.ranks_per_gpu)
             dist.init_process_group(
                 backend=backend, init_method="env://", rank=self.rank, world_size=self.world_size,
                 timeout=datetime.timedelta(seconds=self.collective_timeout),

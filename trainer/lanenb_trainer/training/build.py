@@ -1,5 +1,5 @@
-"""What a run is made of: the three splits, the model and its optimizer, the AMP scaler and
-the train loader, each built from the config alone.
+"""What a run is made of: the three splits, the model and its optimizer, and the train
+loader (the AMP scaler and memory format: ``precision.py``), each built from the config alone.
 
 The order of the calls is part of the recipe: the model is initialised from ``--seed`` (the
 same on every rank), then each rank reseeds for its own dropout stream. ``loop.Trainer``
@@ -16,7 +16,7 @@ import torch
 from lanenb_trainer.config import TrainConfig, global_batch
 from lanenb_trainer.data.masks import NUM_SLOTS
 
-__all__ = ["Splits", "build_splits", "build_model", "build_optimizer", "build_scaler", "build_train_loader"]
+__all__ = ["Splits", "build_splits", "build_model", "build_optimizer", "build_train_loader"]
 
 Log = Callable[[str], None]
 
@@ -84,11 +84,6 @@ def build_optimizer(model: torch.nn.Module, cfg: TrainConfig, world_size: int) -
     """SGD at the linearly scaled LR (``--lr`` per rank x ranks); the schedule sets it per step."""
     return torch.optim.SGD(model.parameters(), lr=cfg.lr * world_size,
                            momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-
-
-def build_scaler(use_amp: bool) -> torch.amp.GradScaler | None:
-    """The AMP loss scaler (None without AMP: CPU, or ``--no-amp``)."""
-    return torch.amp.GradScaler("cuda") if use_amp else None
 
 
 def build_train_loader(train: Any, cfg: TrainConfig, rank: int, world_size: int) -> Any:

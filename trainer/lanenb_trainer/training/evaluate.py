@@ -18,6 +18,7 @@ from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.engines import Engine
 from lanenb_trainer.recipe import scnn_loss
 from lanenb_trainer.training.batches import to_device
+from lanenb_trainer.training.precision import Precision
 
 __all__ = ["Evaluator"]
 
@@ -28,10 +29,10 @@ class Evaluator:
     """Scores a model on a split with this rank's shard; the eval loaders (and their workers)
     are built on first use and kept for the next evaluation."""
 
-    def __init__(self, cfg: TrainConfig, engine: Engine, *, use_amp: bool) -> None:
+    def __init__(self, cfg: TrainConfig, engine: Engine, *, precision: Precision) -> None:
         self.cfg = cfg
         self.engine = engine
-        self.use_amp = use_amp
+        self.precision = precision
         self._loaders: dict[int, Any] = {}
 
     @torch.no_grad()
@@ -59,7 +60,8 @@ class Evaluator:
             for batch in loader:
                 t = time.perf_counter()
                 images, mask, exist_t = to_device(batch, dev)
-                with torch.autocast(device_type=dev.type, enabled=self.use_amp):
+                images = self.precision.batch(images)
+                with self.precision.autocast():
                     seg, ex = bare(images)
                 loss, _, _ = scnn_loss(seg, ex, mask, exist_t)
                 n = images.shape[0]

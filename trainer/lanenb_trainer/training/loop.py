@@ -29,6 +29,7 @@ from lanenb_trainer.tensorboard_log import open_sink
 from lanenb_trainer.training import build
 from lanenb_trainer.training.batches import to_device
 from lanenb_trainer.training.evaluate import Evaluator
+from lanenb_trainer.training.precision import resolve_precision
 from lanenb_trainer.training.replicas import sync_buffers
 from lanenb_trainer.training.resume import (
     ResumePoint,
@@ -101,12 +102,14 @@ class Trainer:
         point = read_resume_point(cfg, self.run_dir, rank=self.rank, world_size=eng.world_size) if cfg.resume else None
         if point is not None:
             self._continue_from(point)
-        self.use_amp = cfg.amp and eng.device.type == "cuda"
+        self.precision = resolve_precision(cfg, eng.device)
+        # the memory format before DDP wraps the model: its buckets follow the parameters' strides
+        model = self.precision.model(model.to(eng.device))
         self.model, self.optimizer = eng.prepare(model, optimizer, timed=cfg.timing_every > 0)
-        self.scaler = build.build_scaler(self.use_amp)
+        self.scaler = self.precision.scaler()
         if point is not None:
             load_training_state(point, self.model, self.optimizer, self.scaler)
-        self.evaluator = Evaluator(cfg, eng, use_amp=self.use_amp)
+        self.evaluator = Evaluator(cfg, eng, precision=self.precision)
         self.train_loader = build.build_train_loader(self.data.train, cfg, self.rank, eng.world_size)
         self.steps_per_epoch = len(self.train_loader)
         self.total_steps = self.steps_per_epoch * cfg.epochs
@@ -145,7 +148,10 @@ class Trainer:
         sampler.set_epoch(self.epoch)
         sampler.set_start_index(self.step_in_epoch * cfg.batch_size)
         loss_sum = torch.zeros(2, dtype=torch.float64)
-        win_loss, win_seg, win_ex, win_n, win_t = 0.0, 0.0, 0.0, 0, time.perf_counter()
+        # this window's (loss, seg, exist) per step, on the device: read once per log window, so
+        # a GPU step never waits for the host (one sync per --log-every steps, not three a step)
+        window: list[torch.Tensor] = []
+        win_t = time.perf_counter()
         epoch_t = time.perf_counter()
         images_seen = 0
         # Creating the iterator draws from the RNG: an epoch-end checkpoint was taken before
@@ -164,34 +170,31 @@ class Trainer:
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr
             images, mask, exist = to_device(batch, dev)
+            images = self.precision.batch(images)
             timer.lap("h2d")
-            with torch.autocast(device_type=dev.type, enabled=self.use_amp):
+            with self.precision.autocast():
                 seg, ex = self.model(images)
             loss, seg_l, ex_l = scnn_loss(seg, ex, mask, exist)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss is {float(loss)} at step {self.global_step}: "
-                                         f"lower --lr (now {cfg.lr} per rank)")
             eng.backward_step(loss, self.optimizer, self.scaler, timer)
             self.global_step += 1
             self.step_in_epoch += 1
-            lv = float(loss.detach())
-            loss_sum += torch.tensor([lv, 1.0], dtype=torch.float64)
-            win_loss += lv
-            win_seg += float(seg_l)
-            win_ex += float(ex_l)
-            win_n += 1
+            window.append(torch.stack([loss.detach(), seg_l.detach(), ex_l.detach()]).float())
             images_seen += images.shape[0]
             last = self.step_in_epoch == self.steps_per_epoch
             stop = bool(cfg.max_steps) and self.global_step >= cfg.max_steps
-            if self.primary and (self.global_step % cfg.log_every == 0 or last or stop):
-                dt = time.perf_counter() - win_t
-                self.emit("step", epoch=self.epoch, step=self.global_step, epoch_step=self.step_in_epoch,
-                          steps_per_epoch=self.steps_per_epoch, total_steps=self.total_steps,
-                          loss=win_loss / win_n, seg_loss=win_seg / win_n, exist_loss=win_ex / win_n,
-                          lr=self.lr,
-                          images_per_s=win_n * global_batch(cfg.batch_size, eng.world_size) / max(dt, 1e-9),
-                          step_time_s=dt / win_n)
-                win_loss, win_seg, win_ex, win_n, win_t = 0.0, 0.0, 0.0, 0, time.perf_counter()
+            if self.global_step % cfg.log_every == 0 or last or stop:
+                rows = self._read_window(window)  # every rank: each checks its own losses
+                for row in rows:  # step by step, in float64: the sums do not depend on the windows
+                    loss_sum += torch.tensor([row[0], 1.0], dtype=torch.float64)
+                if self.primary:
+                    dt, n = time.perf_counter() - win_t, len(rows)
+                    mean = [sum(row[j] for row in rows) / n for j in range(3)]
+                    self.emit("step", epoch=self.epoch, step=self.global_step, epoch_step=self.step_in_epoch,
+                              steps_per_epoch=self.steps_per_epoch, total_steps=self.total_steps,
+                              loss=mean[0], seg_loss=mean[1], exist_loss=mean[2], lr=self.lr,
+                              images_per_s=n * global_batch(cfg.batch_size, eng.world_size) / max(dt, 1e-9),
+                              step_time_s=dt / n)
+                window, win_t = [], time.perf_counter()
             timer.end_step(self.global_step)
             if stop:
                 timer.flush()
@@ -204,6 +207,24 @@ class Trainer:
                               "duration_s": round(dt, 3),
                               "images_per_s": images_seen * eng.world_size / max(dt, 1e-9)}
         return True
+
+    def _read_window(self, window: list[torch.Tensor]) -> list[list[float]]:
+        """The window's (loss, seg loss, exist loss) per step on the host: the one sync per window.
+
+        Raises:
+            FloatingPointError: a loss in the window is not finite, naming its step. The
+                optimizer has stepped on it (float16's loss scaler skips such steps; float32
+                and bfloat16 do not), but nothing has been saved since: checkpoints are
+                written after a window is read.
+        """
+        losses = torch.stack(window).to("cpu", torch.float64)
+        bad = (~torch.isfinite(losses[:, 0])).nonzero()
+        if len(bad):
+            i = int(bad[0, 0])
+            step = self.global_step - len(window) + i + 1  # numbered as the step events are
+            raise FloatingPointError(f"loss is {float(losses[i, 0])} at step {step}: "
+                                     f"lower --lr (now {self.cfg.lr} per rank)")
+        return losses.tolist()
 
     def _end_epoch(self) -> None:
         """Validate (or compare train loss without ``--use-val``), report the epoch, keep the
@@ -237,7 +258,7 @@ class Trainer:
                   train_frames=len(self.data.train), val_frames=len(self.data.val) if self.data.val else 0,
                   test_frames=len(self.data.test) if self.data.test else 0,
                   steps_per_epoch=self.steps_per_epoch, total_steps=self.total_steps,
-                  parameters=sum(p.numel() for p in self.model.parameters()), amp=self.use_amp,
+                  parameters=sum(p.numel() for p in self.model.parameters()), **self.precision.describe(),
                   resumed_from=self.resumed_from)
         if self.monitor is not None:
             self.monitor.start()
