@@ -78,6 +78,9 @@ class TrainConfig:
             turns on CPU autocast, which has no float16 path).
         channels_last: NHWC memory format for the model and the batches (tensor cores and
             cuDNN's fastest convolutions want it under AMP).
+        deterministic: deterministic GPU algorithms (``torch.use_deterministic_algorithms``,
+            no cuDNN autotuning), so a resumed GPU run ends on the same weights as an
+            uninterrupted one; slower. Off, cuDNN autotunes each convolution shape once.
         tensorboard: TensorBoard event files under ``run_dir/tensorboard/`` (rank 0's training,
             validation and test scalars; each rank's system and timing scalars); ``--no-tensorboard``
             writes none.
@@ -120,6 +123,7 @@ class TrainConfig:
     amp: bool = True  # float16: GPU only; bfloat16: GPU and CPU
     amp_dtype: str = "float16"
     channels_last: bool = False
+    deterministic: bool = False
     tensorboard: bool = True  # run_dir/tensorboard/ (lanenb_trainer.tensorboard_log)
     enable_snapshot: bool = False
     pvc_name: str | None = None
@@ -217,6 +221,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
                    help=f"share of train labels held out for validation (default {d.val_fraction})")
     g.add_argument("--max-steps", type=int, help="stop after this many global steps (0 = no limit)")
     g.add_argument("--resume", action="store_true", default=None, help="continue from RUN_DIR/checkpoints/last.pt")
+    g.add_argument("--deterministic", action="store_true", default=None,
+                   help="deterministic GPU algorithms: a resumed run ends bit-identical (slower)")
     g.add_argument("--seed", type=int, help=f"(default {d.seed})")
     g.add_argument("--weights", help="local weights file for the model (nothing is downloaded)")
     g.add_argument("--backbone-weights", help="local torchvision ImageNet weights for the backbone "

@@ -29,7 +29,7 @@ from lanenb_trainer.tensorboard_log import open_sink
 from lanenb_trainer.training import build
 from lanenb_trainer.training.batches import to_device
 from lanenb_trainer.training.evaluate import Evaluator
-from lanenb_trainer.training.precision import resolve_precision
+from lanenb_trainer.training.precision import configure_algorithms, resolve_precision
 from lanenb_trainer.training.replicas import sync_buffers
 from lanenb_trainer.training.resume import (
     ResumePoint,
@@ -96,6 +96,7 @@ class Trainer:
         """The parts, in the order that fixes the initialisation (see ``build.py``)."""
         cfg, eng = self.cfg, self.engine
         log = self.emit.log if self.primary else None
+        configure_algorithms(cfg.deterministic)
         self.data = build.build_splits(cfg, eng.world_size, log)
         model = build.build_model(cfg, self.rank, log)
         optimizer = build.build_optimizer(model, cfg, eng.world_size)

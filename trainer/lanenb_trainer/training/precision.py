@@ -17,7 +17,7 @@ import torch
 
 from lanenb_trainer.config import TrainConfig
 
-__all__ = ["Precision", "resolve_precision"]
+__all__ = ["Precision", "configure_algorithms", "resolve_precision"]
 
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 _SHORT = {torch.float16: "fp16", torch.bfloat16: "bf16"}
@@ -73,6 +73,23 @@ class Precision:
 
     def describe(self) -> dict[str, Any]:
         return {"amp": self.amp, "precision": self.name, "channels_last": self.channels_last}
+
+
+def configure_algorithms(deterministic: bool) -> None:
+    """``--deterministic``: deterministic kernels everywhere (cuBLAS's fixed workspace,
+    cuDNN's deterministic algorithms, no autotuning), so the same checkpoint and data give
+    the same weights; ops without a deterministic kernel warn instead of failing the run.
+    Otherwise cuDNN autotunes each convolution shape once (the input size is fixed, so the
+    search pays for itself within a few steps). Call before the first CUDA matrix product."""
+    if deterministic:
+        import os
+
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+    else:
+        torch.backends.cudnn.benchmark = True
 
 
 def resolve_precision(cfg: TrainConfig, device: torch.device) -> Precision:
