@@ -37,8 +37,10 @@ Design
   ``fp32_precision="tf32"`` to allow it, as cuDNN does by default), float16 and bfloat16
   (native tensor-core dots, fp32 accumulate), float64 (float64 accumulate). The interpreter
   (Triton 3.9) computes a bfloat16 ``tl.dot`` wrongly (it reads the bits as another type;
-  upcast operands give the right product), so under the interpreter bfloat16 operands are
-  upcast to float32 before the dot (constexpr ``UPCAST``; the GPU keeps the bf16 dot).
+  upcast operands give the right product), and its float32 -> bfloat16 cast truncates where
+  the GPU rounds to nearest even; so under the interpreter (constexpr ``UPCAST``, bfloat16
+  only) the operands are upcast to float32 before the dot and the results rounded to nearest
+  even by a bit trick before the cast. The GPU keeps the bf16 dot and its own rounding.
 * Not written: splitting one item's C_out / S tiles over several programs with an atomic
   spin barrier per slice (it would deadlock in the interpreter, which runs programs one after
   another, and cannot be verified here).
@@ -133,7 +135,7 @@ def _forward_kernel(x_ptr, y_ptr, m_ptr, w_ptr, L, S, C,
             offs = first * slice_stride + (s0 + rs)[:, None] * C + (c0 + rco)[None, :]
             ok = ((s0 + rs) < S)[:, None] & ((c0 + rco) < C)[None, :]
             tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=ok), mask=ok)
-            tl.store(m_ptr + offs, tl.zeros((BLOCK_S, BLOCK_CO), dtype=tl.uint8), mask=ok)
+            tl.store(m_ptr + offs, tl.full((BLOCK_S, BLOCK_CO), 0, tl.uint8), mask=ok)
     tl.debug_barrier()
     for j in range(1, L):
         if REVERSE:
@@ -146,9 +148,9 @@ def _forward_kernel(x_ptr, y_ptr, m_ptr, w_ptr, L, S, C,
             for c0 in range(0, C, BLOCK_CO):
                 co_ok = (c0 + rco) < C
                 if ACC64:
-                    acc = tl.zeros((BLOCK_S, BLOCK_CO), dtype=tl.float64)
+                    acc = tl.full((BLOCK_S, BLOCK_CO), 0, tl.float64)
                 else:
-                    acc = tl.zeros((BLOCK_S, BLOCK_CO), dtype=tl.float32)
+                    acc = tl.full((BLOCK_S, BLOCK_CO), 0, tl.float32)
                 for t in tl.static_range(K):
                     rows = s0 + rs + (t - pad)
                     row_ok = (rows >= 0) & (rows < S)
@@ -169,6 +171,9 @@ def _forward_kernel(x_ptr, y_ptr, m_ptr, w_ptr, L, S, C,
                 ok = ((s0 + rs) < S)[:, None] & co_ok[None, :]
                 xv = tl.load(x_ptr + offs, mask=ok, other=0.0)
                 out = xv.to(acc.dtype) + tl.maximum(acc, 0.0)
+                if UPCAST:  # the interpreter truncates fp32 -> bf16: round to nearest even first
+                    bits = out.to(tl.uint32, bitcast=True)
+                    out = (bits + 0x7FFF + ((bits >> 16) & 1)).to(tl.float32, bitcast=True)
                 tl.store(y_ptr + offs, out.to(xv.dtype), mask=ok)
                 tl.store(m_ptr + offs, (acc > 0).to(tl.uint8), mask=ok)
         tl.debug_barrier()  # slice i is written: the next slice reads it (other threads' rows)
@@ -209,9 +214,9 @@ def _backward_kernel(g_ptr, m_ptr, d_ptr, w_ptr, L, S, C,
                 tl.store(d_ptr + offs, tl.where(mv != 0, gv, 0.0).to(gv.dtype), mask=ok)
                 if (prev >= 0) & (prev < L):
                     if ACC64:
-                        acc = tl.zeros((BLOCK_S, BLOCK_CO), dtype=tl.float64)
+                        acc = tl.full((BLOCK_S, BLOCK_CO), 0, tl.float64)
                     else:
-                        acc = tl.zeros((BLOCK_S, BLOCK_CO), dtype=tl.float32)
+                        acc = tl.full((BLOCK_S, BLOCK_CO), 0, tl.float32)
                     for t in tl.static_range(K):
                         rows = s0 + rs + (t - pad)
                         row_ok = (rows >= 0) & (rows < S)
@@ -233,7 +238,11 @@ def _backward_kernel(g_ptr, m_ptr, d_ptr, w_ptr, L, S, C,
                                 acc = tl.dot(a, w, acc)
                     p_offs = prev * slice_stride + (s0 + rs)[:, None] * C + (c0 + rco)[None, :]
                     gp = tl.load(g_ptr + p_offs, mask=ok, other=0.0)
-                    tl.store(g_ptr + p_offs, (gp.to(acc.dtype) + acc).to(gp.dtype), mask=ok)
+                    gsum = gp.to(acc.dtype) + acc
+                    if UPCAST:  # as in the forward: the interpreter's bf16 cast truncates
+                        bits = gsum.to(tl.uint32, bitcast=True)
+                        gsum = (bits + 0x7FFF + ((bits >> 16) & 1)).to(tl.float32, bitcast=True)
+                    tl.store(g_ptr + p_offs, gsum.to(gp.dtype), mask=ok)
         tl.debug_barrier()  # g[prev] is final: the next slice reads it (other threads' rows)
 
 
