@@ -77,9 +77,9 @@ from typing import Any
 import torch
 import torch.nn.grad  # conv2d_weight: a submodule torch.nn does not re-export to type checkers
 
-try:
-    import triton
-    import triton.language as tl
+try:  # triton ships no type information (no py.typed); without the dev extra it is not installed
+    import triton  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    import triton.language as tl  # type: ignore[import-untyped,import-not-found,unused-ignore]
 except ImportError:  # the library paths do not need it; triton_available() says False
     triton = None
     tl = None
@@ -294,8 +294,8 @@ def _launch(kernel_index: int, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
 
 
 def sweep_forward(x: torch.Tensor, taps: torch.Tensor, reverse: bool, out: torch.Tensor | None = None, *,
-                  block_s: int | None = None, block_c: int | None = None, fp32_precision: str = "ieee",
-                  num_warps: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+                  mask: torch.Tensor | None = None, block_s: int | None = None, block_c: int | None = None,
+                  fp32_precision: str = "ieee", num_warps: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
     """One sweep ``y[i] = x[i] + relu(conv_k(y[prev]))`` over the slices of ``x``.
 
     Args:
@@ -303,26 +303,34 @@ def sweep_forward(x: torch.Tensor, taps: torch.Tensor, reverse: bool, out: torch
         taps: ``[k, C_in, C_out]`` (odd ``k``), contiguous, ``x``'s dtype.
         reverse: sweep from slice ``L - 1`` down to 0 (``prev = i + 1``).
         out: where to write ``y`` (may be ``x``: in place); a new tensor if None.
+        mask: where to write the relu' mask (uint8, ``x``'s shape); a new tensor if None.
         block_s, block_c: tile sizes (powers of two >= 16; default by shape).
 
     Returns:
         ``(y, mask)``: the sweep's output and the relu' mask (uint8 0/1, 0 on the first slice).
     """
     y = torch.empty_like(x) if out is None else out
-    mask = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
+    if mask is None:
+        mask = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
+    elif mask.dtype != torch.uint8:
+        raise ValueError(f"Triton sweep writes a uint8 mask, got {mask.dtype}")
     _launch(0, x, y, mask, taps, reverse, block_s, block_c, fp32_precision, num_warps)
     return y, mask
 
 
 def sweep_backward(grad: torch.Tensor, mask: torch.Tensor, taps: torch.Tensor, reverse: bool, *,
-                   block_s: int | None = None, block_c: int | None = None, fp32_precision: str = "ieee",
-                   num_warps: int = 4) -> torch.Tensor:
+                   dconv: torch.Tensor | None = None, block_s: int | None = None, block_c: int | None = None,
+                   fp32_precision: str = "ieee", num_warps: int = 4) -> torch.Tensor:
     """Turns ``grad`` (dL/d y, ``[L, N, S, C]``) into dL/d x in place; returns ``dconv``,
     ``mask * dL/d y`` per slice (what each slice's convolution output received).
 
-    ``taps`` are the forward's ``[k, C_in, C_out]``; ``mask`` the forward's relu' mask."""
+    ``taps`` are the forward's ``[k, C_in, C_out]``; ``mask`` the forward's relu' mask;
+    ``dconv`` where to write it (a new tensor if None)."""
     taps_t = taps.flip(0).transpose(1, 2).contiguous()  # conv^T as a correlation
-    dconv = torch.empty_like(grad)
+    if dconv is None:
+        dconv = torch.empty_like(grad)
+    elif dconv.dtype != grad.dtype:
+        raise ValueError(f"Triton sweep writes dconv in the gradient's dtype {grad.dtype}, got {dconv.dtype}")
     _launch(1, grad, mask, dconv, taps_t, reverse, block_s, block_c, fp32_precision, num_warps)
     return dconv
 
