@@ -48,8 +48,10 @@ Design
 Expected GPU cost (4x128x36x100, k=9, unmeasured)
 -------------------------------------------------
 Per slice and item one GEMM of ``S x C_out x (C_in * k)`` = 100 x 128 x 1152 (14.7 M
-multiply-adds); the four sweeps are 4 x 36 x 100 slices-positions x 128 x 1152 = 2.1 G
-multiply-adds per item forward, about twice that backward. Only ``N`` programs run (N=4 at the
+multiply-adds; S = 36 in the horizontal sweeps); the four sweeps are 4 x 36 x 100
+slice-positions x 128 x 1152 = 2.1 G multiply-adds per item forward, as many again in the
+backward recurrence (the weight gradients are one parallel library call per sweep). Within a
+program the S and C_out tiles of a slice run one after another. Only ``N`` programs run (N=4 at the
 bench shape): 4 of an H100's / H200's 132 SMs, ~3% of the chip. One SM gives ~1/132 of the
 dense tensor peak (~7.5 TFLOP/s bf16/fp16 on an H100 SXM) and ~0.5 TFLOP/s for ieee fp32 (FMA
 units, no tensor cores). So the forward is at best ~0.6 ms (fp16/bf16) or ~8 ms (ieee fp32)
@@ -66,7 +68,11 @@ Unverified until a GPU run: speed and the block-size defaults; that ``tl.debug_b
 enough ordering for the global-memory read-after-write between slices (Triton could in
 principle pipeline the next slice's loads across it; ``num_stages=1`` is passed to rule out
 software pipelining); bf16 / fp16 tensor-core dots and float64 ``tl.dot`` on the device;
-int32 offsets (checked: the wrapper refuses tensors of 2**31 elements or more).
+int32 offsets (checked: the wrapper refuses tensors of 2**31 elements or more); the
+``fp32_precision="tf32"`` option; that the kernels compile at all under the GPU's Triton 3.6
+(only the 3.9 interpreter ran them). The bench (``bench/scnn_message_passing.py``) has no
+algorithm or device flag yet, so a GPU session times ``spatial_message_passing(...,
+algorithm="triton")`` against ``"direct"`` itself.
 """
 
 from __future__ import annotations
@@ -125,11 +131,13 @@ def _forward_kernel(x_ptr, y_ptr, m_ptr, w_ptr, L, S, C,
     x_ptr += n * item
     y_ptr += n * item
     m_ptr += n * item
-    pad: tl.constexpr = K // 2
     rs = tl.arange(0, BLOCK_S)
     rco = tl.arange(0, BLOCK_CO)
     rci = tl.arange(0, BLOCK_CI)
-    first = (L - 1) * REVERSE
+    if REVERSE:
+        first = L - 1
+    else:
+        first = 0
     for s0 in range(0, S, BLOCK_S):  # the first slice: y = x, mask 0
         for c0 in range(0, C, BLOCK_CO):
             offs = first * slice_stride + (s0 + rs)[:, None] * C + (c0 + rco)[None, :]
@@ -152,7 +160,7 @@ def _forward_kernel(x_ptr, y_ptr, m_ptr, w_ptr, L, S, C,
                 else:
                     acc = tl.full((BLOCK_S, BLOCK_CO), 0, tl.float32)
                 for t in tl.static_range(K):
-                    rows = s0 + rs + (t - pad)
+                    rows = s0 + rs + (t - K // 2)
                     row_ok = (rows >= 0) & (rows < S)
                     for ci0 in range(0, C, BLOCK_CI):
                         ci_ok = (ci0 + rci) < C
@@ -193,7 +201,6 @@ def _backward_kernel(g_ptr, m_ptr, d_ptr, w_ptr, L, S, C,
     g_ptr += n * item
     m_ptr += n * item
     d_ptr += n * item
-    pad: tl.constexpr = K // 2
     rs = tl.arange(0, BLOCK_S)
     rco = tl.arange(0, BLOCK_CO)
     rci = tl.arange(0, BLOCK_CI)
@@ -218,7 +225,7 @@ def _backward_kernel(g_ptr, m_ptr, d_ptr, w_ptr, L, S, C,
                     else:
                         acc = tl.full((BLOCK_S, BLOCK_CO), 0, tl.float32)
                     for t in tl.static_range(K):
-                        rows = s0 + rs + (t - pad)
+                        rows = s0 + rs + (t - K // 2)
                         row_ok = (rows >= 0) & (rows < S)
                         for ci0 in range(0, C, BLOCK_CI):
                             ci_ok = (ci0 + rci) < C
