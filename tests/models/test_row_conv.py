@@ -118,7 +118,7 @@ def test_auto_picks_what_the_bench_measured(taps_shape, dtype, rows: int, expect
 def test_bad_algorithm_names_the_value() -> None:
     x = torch.randn(1, 4, 5, 6)
     w = torch.randn(4, 4, 1, 9)
-    with pytest.raises(ValueError, match=r"one of \('auto', 'direct', 'winograd'\), got 'fast'"):
+    with pytest.raises(ValueError, match=r"one of \('auto', 'direct', 'winograd', 'triton'\), got 'fast'"):
         message_pass(x, w, vertical=True, reverse=False, algorithm="fast")
     with pytest.raises(ValueError, match="multiple of 3 taps, got 5"):
         message_pass(x, torch.randn(4, 4, 1, 5), vertical=True, reverse=False, algorithm="winograd")

@@ -27,6 +27,11 @@ per-slice transforms and elementwise ops ~25%, layout copies the rest. Before th
 path and the packed weights it was ~0.32 s: oneDNN reordered each slice's weight on every
 call (~0.04 ms of a 0.25 ms 164-row slice).
 
+With ``algorithm="triton"`` each sweep's whole recurrence is one Triton kernel forward and
+one backward (:mod:`~lanenb_trainer.models.sweep_triton`, for the GPU, where the per-slice
+library calls are launch-bound), on a plain ``[L, N, S, C]`` layout (no zero frame: the kernel
+masks the padding); ``"auto"`` never picks it (unmeasured on a GPU so far).
+
 Double backward is not supported (SCNN training does not need it).
 """
 
@@ -145,6 +150,81 @@ def _weight_grad(out: torch.Tensor, dconv: torch.Tensor, reverse: bool, kernel: 
     return weight_grad(src, dst, kernel)
 
 
+def _to_slices(x: torch.Tensor, vertical: bool) -> torch.Tensor:
+    """NCHW -> a fresh contiguous ``[L, N, S, C]`` (swept axis outermost, channels last): the
+    Triton sweep's layout. Always a new buffer (the first sweep runs in place on it)."""
+    n, c, h, w = x.shape
+    buf = x.new_empty((h, n, w, c) if vertical else (w, n, h, c))
+    buf.copy_(x.permute(2, 0, 3, 1) if vertical else x.permute(3, 0, 2, 1))
+    return buf
+
+
+def _swap_slices(buf: torch.Tensor) -> torch.Tensor:
+    """``[H, N, W, C]`` <-> ``[W, N, H, C]`` into a fresh buffer (the old one stays saved)."""
+    length, n, s, c = buf.shape
+    out = buf.new_empty((s, n, length, c))
+    out.copy_(buf.permute(2, 1, 0, 3))
+    return out
+
+
+def _from_slices(buf: torch.Tensor, vertical: bool) -> torch.Tensor:
+    return (buf.permute(1, 3, 0, 2) if vertical else buf.permute(1, 3, 2, 0)).contiguous()
+
+
+def _triton_forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...],
+                    taps: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The sweeps of :class:`_MessagePassing` with the Triton kernels: the first sweep of an
+    axis runs in place on a fresh layout buffer, a further one on the same axis writes a new
+    buffer (each sweep's output is what its weight gradient needs)."""
+    from . import sweep_triton
+
+    cur: torch.Tensor | None = None
+    axis = False
+    saved: list[torch.Tensor] = []
+    for (vertical, reverse), tap in zip(spec, taps):
+        if cur is None:
+            cur = dst = _to_slices(x, vertical)
+        elif vertical != axis:
+            cur = dst = _swap_slices(cur)
+        else:
+            dst = None
+        cur, mask = sweep_triton.sweep_forward(cur, tap.contiguous(), reverse, out=dst)
+        saved += [cur, mask]
+        axis = vertical
+    if cur is None:
+        raise ValueError("message passing needs at least one sweep")
+    ctx.save_for_backward(*saved, *taps)
+    return _from_slices(cur, axis)
+
+
+def _triton_backward(ctx, grad_y: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    """The backward of :func:`_triton_forward`: each sweep's recurrence is one Triton kernel,
+    in place on one gradient buffer per axis; each weight gradient one library call."""
+    from . import sweep_triton
+
+    spec, k = ctx.spec, len(ctx.spec)
+    saved = ctx.saved_tensors
+    outs, masks, taps = saved[0:2 * k:2], saved[1:2 * k:2], saved[2 * k:]
+    grad_taps: list[torch.Tensor | None] = [None] * k
+    grad: torch.Tensor | None = None
+    axis = False
+    for idx in range(k - 1, -1, -1):
+        (vertical, reverse), tap = spec[idx], taps[idx]
+        if grad is None:
+            grad = _to_slices(grad_y.to(tap.dtype), vertical)
+        elif vertical != axis:
+            grad = _swap_slices(grad)
+        dconv = sweep_triton.sweep_backward(grad, masks[idx], tap.contiguous(), reverse)
+        if ctx.needs_input_grad[3 + idx]:
+            grad_taps[idx] = sweep_triton.weight_grad(outs[idx], dconv, reverse, tap.shape[0]).to(
+                ctx.weight_dtypes[idx])
+        axis = vertical
+    if grad is None:  # forward refused an empty spec, so this is unreachable
+        raise ValueError("message passing needs at least one sweep")
+    grad_x = _from_slices(grad, axis) if ctx.needs_input_grad[0] else None
+    return (grad_x, None, None, *grad_taps)
+
+
 class _MessagePassing(torch.autograd.Function):
     """A chain of sweeps ``spec = ((vertical, reverse), ...)`` with taps ``[k, C_in, C_out]``.
 
@@ -159,6 +239,9 @@ class _MessagePassing(torch.autograd.Function):
         n, c, h, w = x.shape
         ctx.weight_dtypes = [t.dtype for t in taps]
         taps = tuple(t.to(x.dtype) for t in taps)
+        if algorithm == "triton":
+            ctx.spec, ctx.algorithm, ctx.shape = spec, algorithm, tuple(x.shape)
+            return _triton_forward(ctx, x, spec, taps)
         saved: list[torch.Tensor] = []
         # the current layout (buffer, axis, slice width, pad): set by the first sweep, read after
         cur: torch.Tensor | None = None
@@ -193,6 +276,8 @@ class _MessagePassing(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_y: torch.Tensor):
+        if ctx.algorithm == "triton":
+            return _triton_backward(ctx, grad_y)
         spec, (n, _, h, w) = ctx.spec, ctx.shape
         k = len(spec)
         saved = ctx.saved_tensors
@@ -242,6 +327,10 @@ def _run(x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], weights: list[tor
     check_algorithm(algorithm)
     for wt in weights:
         _check_input(x, wt)
+    if algorithm == "triton":
+        from .sweep_triton import check_usable
+
+        check_usable(x)
     taps = [_as_taps(wt, vertical) for wt, (vertical, _) in zip(weights, spec)]
     # The sweeps run in the input's dtype (fp16/bf16 under AMP) with autocast off, so the
     # hand-written backward sees exactly the dtypes the forward used.
@@ -256,7 +345,9 @@ def message_pass(x: torch.Tensor, weight: torch.Tensor, *, vertical: bool, rever
     Equal to the published loop ``out[i] = x[i] + relu(conv(out[i -/+ 1]))`` with a bias-free
     ``weight`` of shape ``[C, C, 1, k]`` (vertical) or ``[C, C, k, 1]`` (horizontal).
     ``algorithm`` picks the per-slice convolution (``"auto"``, ``"direct"``, ``"winograd"``:
-    :func:`~lanenb_trainer.models.row_conv.row_conv`).
+    :func:`~lanenb_trainer.models.row_conv.row_conv`), or ``"triton"``: each whole sweep as
+    one Triton kernel (:mod:`~lanenb_trainer.models.sweep_triton`; a GPU, or the CPU under
+    ``TRITON_INTERPRET=1``; never chosen by ``"auto"``).
     """
     return _run(x, ((vertical, reverse),), [weight], algorithm)
 

@@ -40,7 +40,9 @@ import torch.nn.grad  # conv2d_weight: a submodule torch.nn does not re-export t
 __all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "alloc_rows", "auto_algorithm",
            "check_algorithm", "row_conv", "weight_grad"]
 
-ALGORITHMS = ("auto", "direct", "winograd")
+# "triton" is not a per-slice convolution: it runs each whole sweep as one Triton kernel
+# (message_passing with algorithm="triton", see sweep_triton); "auto" never picks it.
+ALGORITHMS = ("auto", "direct", "winograd", "triton")
 _TILE = 3  # outputs per tile (= taps per segment, so segments share input windows)
 _WINDOW = 5  # F(3, 3): 3 + 3 - 1 input rows per tile, 5 transformed points
 _MIN_WINOGRAD_CHANNELS = 128  # fewer (64 measured): the transforms cost more than the products save
@@ -261,9 +263,13 @@ def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto") -> RowConv:
             (:func:`auto_algorithm`).
 
     Raises:
-        ValueError: an unknown ``algorithm``, or ``"winograd"`` with ``k % 3 != 0``.
+        ValueError: an unknown ``algorithm``, ``"winograd"`` with ``k % 3 != 0``, or
+            ``"triton"`` (whole sweeps, not a per-slice convolution).
     """
     check_algorithm(algorithm)
+    if algorithm == "triton":
+        raise ValueError("message-passing algorithm 'triton' runs whole sweeps (sweep_triton), "
+                         "not a per-slice row convolution")
     if algorithm == "auto":
         algorithm = auto_algorithm(taps, rows)
     if algorithm == "winograd":
