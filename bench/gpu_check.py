@@ -226,7 +226,7 @@ def check_message_passing(dev: torch.device, shape: tuple[int, int, int, int], r
 
     triton_ok = False
     try:
-        from lanenb_trainer.models.sweep_triton import triton_available  # type: ignore[import-not-found]
+        from lanenb_trainer.models.sweep_triton import triton_available
 
         triton_ok = dev.type == "cuda" and triton_available()
     except ImportError:
