@@ -93,11 +93,12 @@ class LocalBackend(Backend):
         self.poll_interval = poll_interval
 
     def capacity(self, spec: TrainSpec | None = None) -> dict[str, int]:
-        """GPUs if this machine has any (one rank per GPU), else its CPU cores."""
+        """GPUs if this machine has any (one rank per GPU: a rank computes on one GPU, so one
+        per process is the most that helps), else its CPU cores."""
         gpus = local_gpu_count()
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if gpus:
-            return {"processes": gpus, "gpus": gpus, "gpus_per_process": gpus}
+            return {"processes": gpus, "gpus": gpus, "gpus_per_process": 1}
         return {"processes": cores, "gpus": 0, "gpus_per_process": 0}
 
     def datasets(self, spec: TrainSpec | None = None) -> list[str]:
