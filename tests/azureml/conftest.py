@@ -13,12 +13,12 @@ import pytest
 pytest.importorskip("azure.ai.ml", reason="the azureml extra (pip install 'lanenb[azureml]')")
 
 from azureml_replay import FakeCredential, ReplayAdapter, transport
+from homes import isolated_home
 
 
 @pytest.fixture(autouse=True)
 def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("LANENB_HOME", str(home))
+    home = isolated_home(tmp_path, monkeypatch)
     for var in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_GROUP", "AZUREML_WORKSPACE_NAME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)  # no config.json of the developer's is found by accident

@@ -9,19 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-
-
-@pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Jobs of these tests go to a registry of their own."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("LANENB_HOME", str(home))
-    return home
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -54,13 +55,6 @@ RANK_PROGRAM = textwrap.dedent(
     print(f"bye from rank {rank}", flush=True)
     """
 )
-
-
-@pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("LANENB_HOME", str(home))
-    return home
 
 
 @pytest.fixture(scope="session")

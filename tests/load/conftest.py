@@ -3,13 +3,4 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("LANENB_HOME", str(home))
-    return home
+from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)

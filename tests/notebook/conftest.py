@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from homes import isolated_home
 from notebook_support import run_script
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -20,8 +21,7 @@ HERE = Path(__file__).parent
 
 @pytest.fixture(autouse=True)
 def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("LANENB_HOME", str(home))
+    home = isolated_home(tmp_path, monkeypatch)
     monkeypatch.setenv("LANENB_DATA_ROOTS", str(tmp_path))
     return home
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 import pytest
+from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)
 
 # pytest-jupyter's fixtures and its coroutine-test hooks, imported here rather than named in
 # ``pytest_plugins`` (which pytest only allows in the root conftest, where they would wrap
@@ -17,13 +17,6 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-
-
-@pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("LANENB_HOME", str(home))
-    return home
 
 
 @pytest.fixture
