@@ -61,7 +61,9 @@ class TrainSpec:
         processes: MPI ranks (``runai --processes``).
         gpus: GPUs per process (0: CPU). The ranks get ``--device cuda`` for 1 or more (a run
             whose ranks see no GPU fails at start instead of training on the CPU) and
-            ``--device cpu`` for 0 (even where GPUs are visible).
+            ``--device cpu`` for 0 (even where GPUs are visible: on Kubernetes a GPU the pod did
+            not request belongs to another job). AzureML: the compute decides (its VM size's
+            GPUs are the nodes'), so 0 leaves the device to the trainer (``auto``).
         batch_size: per rank; the global batch is ``processes x batch_size``.
         epochs: passes over the training split.
         engine: ``auto`` (Horovod when importable), ``horovod`` or ``ddp``.
@@ -286,6 +288,12 @@ class TrainSpec:
                                 "use gpus=0 locally or backend='kubernetes'")
 
     # ----------------------------------------------------------------- trainer flags
+    def _trainer_device(self) -> str | None:
+        """``--device`` for the ranks (None: the trainer's ``auto``)."""
+        if self.gpus:
+            return "cuda"
+        return None if self.backend == "azureml" else "cpu"
+
     def trainer_args(self, run_dir: str | None = None) -> list[str]:
         """The ``python -m lanenb_trainer`` flags (without the interpreter/module part).
 
@@ -299,7 +307,7 @@ class TrainSpec:
             batch_size=self.batch_size,
             engine=self.engine,
             backbone=self.backbone,
-            device="cuda" if self.gpus else "cpu",
+            device=self._trainer_device(),
             use_workers=self.num_workers > 0,
             num_workers=self.num_workers or None,
             use_val=self.use_val,

@@ -201,3 +201,19 @@ def test_spec_honours_every_runai_variable_the_trainer_reads(tmp_path):
             spec.pvc_name) == (3, 4, False, 5, True, "data")
     # USE_WORKERS=true alone: the trainer's default worker count
     assert TrainSpec(dataset=str(tmp_path), env={"USE_WORKERS": "on"}).num_workers == 2
+
+
+@pytest.mark.parametrize("backend,gpus,device", [
+    ("local", 0, ["--device", "cpu"]),
+    ("kubernetes", 0, ["--device", "cpu"]),  # an unrequested GPU in the pod is another job's
+    ("kubernetes", 1, ["--device", "cuda"]),  # no GPU at start: the ranks fail, naming why
+    ("azureml", 0, []),  # the compute's VM size decides: the trainer's auto
+    ("azureml", 1, ["--device", "cuda"]),
+])
+def test_gpus_choose_the_ranks_device(backend, gpus, device):
+    extra = {"image": "registry.example.com/t:1"} if backend == "kubernetes" else {}
+    if backend == "azureml":
+        extra = {"azureml": {"compute": "gpu-cluster"}}
+    args = TrainSpec(dataset="/data", backend=backend, gpus=gpus, **extra).trainer_args("/runs/x")
+    found = [args[i:i + 2] for i, a in enumerate(args) if a == "--device"]
+    assert found == ([device] if device else [])
