@@ -64,6 +64,10 @@ def add_cluster_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--context", help="kubeconfig context (default: the current one)")
     g.add_argument("--mount-path", default="/mnt", help="where the pod mounts the PVC (default /mnt)")
     g.add_argument("--name", help="job name (default fetch-<dataset>-<pvc>-<4 hex>)")
+    g.add_argument("--openshift", dest="openshift", action="store_true", default=None,
+                   help="a pod for OpenShift's restricted SCC / Pod Security restricted (non-root; default: "
+                        "when the cluster serves security.openshift.io)")
+    g.add_argument("--no-openshift", dest="openshift", action="store_false", default=None, help=argparse.SUPPRESS)
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--wait", action="store_true", help="wait quietly for the end instead of following the log")
     mode.add_argument("--detach", action="store_true", help="submit and return (lanenb jobs logs -f NAME follows it)")
@@ -75,7 +79,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     if args.cluster:
         return cmd_fetch_cluster(args)
     given = [f"--{k.replace('_', '-')}" for k in ("pvc", "storage_class", "namespace", "context", "name")
-             if getattr(args, k)] + [f for f, on in (("--wait", args.wait), ("--detach", args.detach)) if on]
+             if getattr(args, k)] + [f for f, on in (("--wait", args.wait), ("--detach", args.detach)) if on] \
+        + ([] if args.openshift is None else ["--openshift" if args.openshift else "--no-openshift"])
     if given or not args.to:
         why = f"{', '.join(given)} need(s) --cluster" if given else "--to DIR is required (or --cluster --pvc NAME)"
         print(f"lanenb data fetch: error: {why}", file=sys.stderr)
@@ -99,7 +104,7 @@ def cmd_fetch_cluster(args: argparse.Namespace) -> int:
     fields = {"size": args.size, "storage_class": args.storage_class, "namespace": args.namespace,
               "context": args.context, "mount_path": args.mount_path, "name": args.name,
               "parts": args.parts or [], "mirrors": args.mirror, "urls": args.url,
-              "default_urls": not args.no_default_urls}
+              "default_urls": not args.no_default_urls, "openshift": args.openshift}
     if args.progress_every is not None:
         fields["progress_every"] = args.progress_every
     try:

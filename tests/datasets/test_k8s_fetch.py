@@ -212,3 +212,53 @@ def test_cli_without_cluster_refuses_cluster_flags(capsys, tmp_path):
     assert "--pvc need(s) --cluster" in capsys.readouterr().err
     assert main(["data", "fetch", "tusimple"]) == 2
     assert "--to DIR is required (or --cluster --pvc NAME)" in capsys.readouterr().err
+
+
+def test_openshift_mode_fetch_pod_passes_the_restricted_level():
+    from pod_security import restricted_violations
+
+    from lanenb.backends.kubernetes.restricted import HOME
+
+    def pod_of(job: dict) -> dict:
+        return {"metadata": {"name": "fetch-pod"}, "spec": job["spec"]["template"]["spec"]}
+
+    spec = FetchSpec(pvc=PVC, image="img:1", parts=["test"], name="f")
+    root = pod_of(build_fetch_job(spec))
+    assert any("runAsNonRoot" in v for v in restricted_violations(root))  # the root pod a restricted namespace refuses
+    secure = pod_of(build_fetch_job(spec, openshift=True))
+    assert restricted_violations(secure) == []
+    container = secure["spec"]["containers"][0]
+    assert {"name": "HOME", "value": HOME} in container["env"]  # the arbitrary UID's writable home
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/mnt", HOME}
+    assert "runAsUser" not in secure["spec"]["securityContext"]  # the SCC picks the UID
+    chosen = FetchSpec(pvc=PVC, image="img:1", parts=["test"], name="f", openshift=True)
+    assert build_fetch_job(chosen) == build_fetch_job(spec, openshift=True)  # the spec's field is the default
+
+
+@pytest.mark.parametrize("serves_openshift", [False, True], ids=["kubernetes", "openshift"])
+def test_fetch_mode_follows_the_api_servers_groups_unless_set(jobs, kubeconfig, server, serves_openshift):
+    from kube_emulator import SCCS
+
+    thread, _ = jobs
+    if serves_openshift:
+        thread.call(thread.emulator.install, SCCS)
+    auto = submit(kubeconfig, server.url, name="fetch-auto")
+    forced = submit(kubeconfig, server.url, name="fetch-root", openshift=False, pvc="pvc-other")
+    for job, expected in ((auto, serves_openshift), (forced, False)):
+        created = thread.call(thread.emulator.get, JOBS, "default", job.name)
+        context = created["spec"]["template"]["spec"].get("securityContext") or {}
+        assert context.get("runAsNonRoot", False) is expected, job.name
+        assert job.wait(timeout=120, poll=0.2).state == JobState.SUCCEEDED
+
+
+@pytest.mark.parametrize("value", ["maybe", 2])
+def test_a_bad_openshift_value_is_refused_naming_it(value):
+    with pytest.raises(UserError, match=rf"openshift={value!r}"):
+        FetchSpec(pvc=PVC, image="i", openshift=value)
+
+
+def test_cli_openshift_flag_needs_cluster(capsys, tmp_path):
+    from lanenb.cli import main
+
+    assert main(["data", "fetch", "tusimple", "--to", str(tmp_path / "t"), "--openshift"]) == 2
+    assert "--openshift need(s) --cluster" in capsys.readouterr().err

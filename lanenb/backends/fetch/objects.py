@@ -28,6 +28,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from lanenb.backends.fetch.spec import STORAGE_QUANTITY, FetchSpec, fetch_job_name
+from lanenb.backends.kubernetes import restricted
 from lanenb.errors import UserError
 from lanenb.kube.client import Clients, KubernetesAPIError, load_clients
 from lanenb.kube.names import check_label, check_subdomain
@@ -70,12 +71,16 @@ def build_fetch_pvc(pvc: str, *, size: str, storage_class: str | None, dataset: 
             "metadata": {"name": pvc, "labels": {**MANAGED, DATASET_LABEL: dataset}}, "spec": spec}
 
 
-def build_fetch_job(spec: FetchSpec) -> dict[str, Any]:
+def build_fetch_job(spec: FetchSpec, *, openshift: bool | None = None) -> dict[str, Any]:
     """The ``batch/v1`` Job manifest that fetches ``spec.dataset`` into ``spec.dataset_path`` on ``spec.pvc``.
 
     The fetcher writes a plain progress line every ``spec.progress_every`` seconds (bytes, rate,
     ETA) instead of tqdm bars, so the pod log (``Job.logs()``, the live view) shows how far it is.
+    ``openshift`` (default ``spec.openshift``, None counting as off): the restricted pod of
+    :mod:`~lanenb.backends.kubernetes.restricted`, as OpenShift-mode training pods.
     """
+    if openshift is None:
+        openshift = bool(spec.openshift)
     args = [spec.dataset, "--to", spec.dataset_path, "--downloads", spec.downloads_path,
             "--progress-every", f"{spec.progress_every:g}"]
     if spec.parts:
@@ -88,21 +93,26 @@ def build_fetch_job(spec: FetchSpec) -> dict[str, Any]:
         args.append("--no-default-urls")
     assert spec.name is not None  # set by FetchSpec
     labels = {**MANAGED, DATASET_LABEL: spec.dataset, "app.kubernetes.io/instance": spec.name}
+    container: dict[str, Any] = {
+        "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
+        "command": FETCH_ENTRYPOINT + args,
+        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+        "volumeMounts": [{"name": "data", "mountPath": spec.mount_path}],
+    }
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": spec.pvc}}],
+    }
+    if openshift:  # an arbitrary non-root UID: nothing of the image is writable but HOME's emptyDir
+        pod["securityContext"] = restricted.pod_security_context()
+        container["securityContext"] = restricted.container_security_context()
+        container["env"].append({"name": "HOME", "value": restricted.HOME})
+        container["volumeMounts"].append(restricted.home_mount())
+        pod["volumes"].append(restricted.home_volume())
     job_spec: dict[str, Any] = {
         "backoffLimit": spec.backoff_limit,
-        "template": {
-            "metadata": {"labels": labels},
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [{
-                    "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
-                    "command": FETCH_ENTRYPOINT + args,
-                    "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
-                    "volumeMounts": [{"name": "data", "mountPath": spec.mount_path}],
-                }],
-                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": spec.pvc}}],
-            },
-        },
+        "template": {"metadata": {"labels": labels}, "spec": pod},
     }
     if spec.active_deadline_seconds is not None:
         job_spec["activeDeadlineSeconds"] = spec.active_deadline_seconds
@@ -124,7 +134,12 @@ def create_fetch_objects(spec: FetchSpec, clients: Clients, namespace: str) -> d
         KubernetesError: the cluster is unreachable or refuses the request.
     """
     check_label("namespace", namespace)
-    job = build_fetch_job(spec)
+    openshift = spec.openshift
+    if openshift is None:  # as training decides: the API server's groups say OpenShift or not
+        from lanenb.kube.discovery import is_openshift
+
+        openshift = is_openshift(clients)
+    job = build_fetch_job(spec, openshift=openshift)
     claim = build_fetch_pvc(spec.pvc, size=spec.size, storage_class=spec.storage_class, dataset=spec.dataset)
     core, batch = clients.core, clients.batch
     try:

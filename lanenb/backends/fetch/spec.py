@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lanenb.contract.fields import coerce_bool
 from lanenb.contract.spec import PULL_POLICIES, SpecError
 from lanenb.kube.rules import name_problem
 
@@ -51,6 +52,11 @@ class FetchSpec:
         progress_every: seconds between two progress lines in the pod's log.
         context: the kubeconfig context (default: the current one).
         name: the job's name (default ``fetch-<dataset>-<pvc>-<4 hex>``).
+        openshift: a pod that passes OpenShift's ``restricted`` SCC and Pod Security
+            "restricted" (non-root, no privilege escalation, no capabilities, RuntimeDefault
+            seccomp, a writable ``HOME``), as training's ``k8s.openshift``; None: on when the
+            API server serves ``security.openshift.io``. The PVC must then be writable by the
+            namespace's UID range (the restricted SCC's ``fsGroup`` sees to that on most volumes).
 
     Raises:
         SpecError: a field has a bad value (the message names it).
@@ -76,6 +82,7 @@ class FetchSpec:
     context: str | None = None
     name: str | None = None
     backend: str = BACKEND
+    openshift: bool | None = None
 
     def __post_init__(self) -> None:
         from lanenb_trainer.datasets.sources import get_source
@@ -113,6 +120,8 @@ class FetchSpec:
             if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
                 raise SpecError(what, value, "must be a list of non-empty strings")
             setattr(self, what, list(value))
+        if self.openshift is not None:
+            self.openshift = coerce_bool("openshift", self.openshift)
         if self.name is None:
             self.name = fetch_job_name(self.dataset, self.pvc)
         self._name("name", self.name, "label")
