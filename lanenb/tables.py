@@ -1,15 +1,25 @@
 """One small table for notebook outputs (``%lanejobs``, scaling reports, run comparisons): HTML in
-JupyterLab, aligned text elsewhere, and an optional chart carried as ``image/png`` so a
-headless run (papermill, GitHub) keeps the picture too."""
+JupyterLab, aligned text elsewhere, and an optional chart: a Vega-Lite spec that JupyterLab draws
+interactively, carried with its PNG so a headless run (papermill, GitHub) keeps the picture too."""
 
 from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Table"]
+__all__ = ["Table", "png_or_reason"]
+
+
+def png_or_reason(render: Callable[[], bytes]) -> tuple[bytes | None, str | None]:
+    """``(render(), None)``, or ``(None, why there is no image)`` when the renderer fails: a
+    report without its picture still shows, and says why."""
+    try:
+        return render(), None
+    except (RuntimeError, ValueError) as exc:
+        return None, f"no static chart image: {exc}"
 
 
 @dataclass
@@ -24,6 +34,7 @@ class Table:
     note: str = ""
     png: bytes | None = None
     empty: str = "(nothing to show)"
+    chart: dict[str, Any] | None = None  # Vega-Lite (lanenb.charts.specs.REPORT_MIME), values inline
 
     def html(self) -> str:
         if not self.rows:
@@ -59,3 +70,29 @@ class Table:
         if self.png:
             bundle["image/png"] = base64.b64encode(self.png).decode()
         return bundle
+
+    def chart_bundle(self) -> dict[str, Any] | None:
+        """The chart as its own output: the Vega-Lite spec (JupyterLab draws it: tooltips, legend
+        toggles), its PNG for every other viewer, a line of text for consoles."""
+        if self.chart is None:
+            return None
+        from lanenb.charts.specs import REPORT_MIME
+
+        bundle: dict[str, Any] = {REPORT_MIME: self.chart, "text/plain": f"<chart: {self.title or 'report'}>"}
+        if self.png:
+            bundle["image/png"] = base64.b64encode(self.png).decode()
+        return bundle
+
+    def ipython_display(self) -> None:
+        """Show the table, then the chart as an output of its own (one output can show one MIME
+        type, and JupyterLab prefers the table's HTML to a chart): what ``_ipython_display_``
+        of a report calls. Without a chart, the table alone (its PNG, if any, inside)."""
+        from IPython.display import publish_display_data
+
+        chart = self.chart_bundle()
+        if chart is None:
+            publish_display_data(self.mimebundle())
+            return
+        publish_display_data({"text/html": Table(self.columns, self.rows, self.highlight, self.title, self.note,
+                                                 empty=self.empty).html(), "text/plain": self.text()})
+        publish_display_data(chart)

@@ -15,7 +15,7 @@ from typing import Any
 
 from lanenb.analysis.runstate import RunState, fill_tests, format_duration
 from lanenb.jobs import Job, get_job
-from lanenb.tables import Table
+from lanenb.tables import Table, png_or_reason
 from lanenb_trainer.errors import UserError
 
 __all__ = ["Comparison", "compare", "CompareError"]
@@ -53,10 +53,32 @@ class Comparison:
     rows: list[dict[str, Any]] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
 
-    def png(self) -> bytes:
-        from lanenb.charts.png import render_compare
+    _png: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
-        return render_compare(self.states)
+    def chart(self) -> dict[str, Any]:
+        """The runs' loss per step and validation accuracy per epoch, overlaid (Vega-Lite, values inline)."""
+        from lanenb.charts.specs import compare_chart
+
+        runs = {}
+        for name, s in self.states.items():
+            loss, acc = s.series.get("loss"), s.epochs_hist.get("val_accuracy")
+            runs[name] = {"step": list(loss.x) if loss is not None else [],
+                          "loss": list(loss.y) if loss is not None else [],
+                          "epoch": [x + 1 for x in acc.x] if acc is not None else [],
+                          "val_accuracy": list(acc.y) if acc is not None else []}
+        return compare_chart(runs)
+
+    def png(self) -> bytes:
+        """The chart as PNG (drawn once per comparison).
+
+        Raises:
+            RuntimeError: the renderer failed (vl-convert missing or broken).
+        """
+        if self._png is None:
+            from lanenb.charts.specs import to_png
+
+            self._png = to_png(self.chart())
+        return self._png
 
     def _columns(self) -> list[str]:
         return (["run", "backend", "state"] + self.differences
@@ -78,11 +100,15 @@ class Comparison:
         """The comparison as a table (settings that differ highlighted) with the overlaid curves."""
         note = ("highlighted: settings that differ (" + ", ".join(self.differences) + ")" if self.differences
                 else "the runs have the same settings")
+        png, why = png_or_reason(self.png)
         return Table(self._columns(), [self._cells(r) for r in self.rows], highlight=set(self.differences),
-                     note=note, png=self.png())
+                     note=note + (f"\n{why}" if why else ""), png=png, chart=self.chart())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()
+
+    def _ipython_display_(self) -> None:
+        self.table().ipython_display()
 
     def __repr__(self) -> str:
         return self.table().text()

@@ -27,7 +27,7 @@ from lanenb.analysis.runstate import RunState, format_duration
 from lanenb.contract.spec import SpecError
 from lanenb.home import lanenb_home
 from lanenb.jobs import Job, TrainSpec, get_job, submit
-from lanenb.tables import Table
+from lanenb.tables import Table, png_or_reason
 from lanenb_trainer.errors import UserError
 from lanenb_trainer.events import Event
 
@@ -144,6 +144,7 @@ class ScalingReport:
     epochs: int = 1
     frames: int | None = None
     created: float = field(default_factory=time.time)
+    _png: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.points = sorted(self.points, key=lambda p: p.processes)
@@ -201,10 +202,23 @@ class ScalingReport:
                 continue
         return str(path)
 
-    def png(self) -> bytes:
-        from lanenb.charts.png import render_scaling
+    def chart(self) -> dict[str, Any]:
+        """The report's Vega-Lite chart (values inline): speed-up vs ideal, throughput, step split."""
+        from lanenb.charts.specs import scaling_chart
 
-        return render_scaling(self)
+        return scaling_chart(self.rows(), self.mode)
+
+    def png(self) -> bytes:
+        """The chart as PNG (Vega's own renderer, in a process of its own; drawn once per report).
+
+        Raises:
+            RuntimeError: the renderer failed (vl-convert missing or broken).
+        """
+        if self._png is None:
+            from lanenb.charts.specs import to_png
+
+            self._png = to_png(self.chart())
+        return self._png
 
     def table(self) -> Table:
         """The report as a table (with the speed-up chart)."""
@@ -222,11 +236,17 @@ class ScalingReport:
                          "-" if r["projected_s"] is None else format_duration(r["projected_s"]),
                          _split_text(r["breakdown"]), r["verdict"].split(":", 1)[0] if r["verdict"] else "-"])
         notes = [f"{r['processes']} ranks: {r['verdict']}" for r in rows if r["verdict"]]
+        png, why = png_or_reason(self.png)
+        if why:
+            notes.append(why)
         return Table(head, body, title=f"{self.mode} scaling (from the runs' step events, warm-up dropped)",
-                     note="\n".join(notes), png=self.png())
+                     note="\n".join(notes), png=png, chart=self.chart())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()
+
+    def _ipython_display_(self) -> None:
+        self.table().ipython_display()
 
     def __repr__(self) -> str:
         return self.table().text()

@@ -21,11 +21,12 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["SCHEMA", "PANELS", "panel", "run_panels", "with_values", "datasets", "concat", "to_png", "STEP_COLOURS"]
+__all__ = ["SCHEMA", "PANELS", "REPORT_MIME", "panel", "run_panels", "with_values", "datasets", "concat", "to_png",
+           "STEP_COLOURS", "scaling_chart", "compare_chart"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
-# the parts of a step, coloured as every face draws them (png.STEP_PARTS is the same table)
+# the parts of a step, coloured as every face draws them
 STEP_COLOURS = {"data": "#ef6c00", "compute": "#2e7d32", "exchange": "#c62828", "other": "#9e9e9e"}
 _RANKS = "category10"
 _WIDTH, _HEIGHT = 340, 150
@@ -252,6 +253,108 @@ def concat(specs: Sequence[Mapping[str, Any]], columns: int = 3, title: str | No
     if title:
         out["title"] = {"text": title, "anchor": "start", "fontSize": 13}
     return out
+
+
+# Reports (%lanescale, %lanecompare) go out as this MIME type: JupyterLab draws it itself
+# (its Vega 5 renderer: tooltips, legend), other viewers fall back to the PNG beside it
+REPORT_MIME = "application/vnd.vegalite.v5+json"
+_REPORT_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+
+
+def _report(parts: list[dict[str, Any]], title: str, *, shared_colour: bool = False) -> dict[str, Any]:
+    for part in parts:  # titles at the left, as the live panels' are
+        part["title"] = {**part["title"], "anchor": "start", "fontSize": 12, "subtitleFontSize": 10}
+    return {"$schema": _REPORT_SCHEMA, "title": {"text": title, "anchor": "start", "fontSize": 13},
+            "hconcat": parts, "autosize": {"type": "pad"}, "config": {"axis": _FONT, "legend": _FONT},
+            "resolve": {"scale": {"color": "shared" if shared_colour else "independent"}}}
+
+
+_RANKS_AXIS = {"field": "ranks", "type": "ordinal", "title": "ranks", "axis": {"labelAngle": 0}}
+
+
+def scaling_chart(rows: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
+    """A scaling report's chart, values inline: speed-up against ideal per rank count (labels:
+    efficiency), throughput, and (when the runs reported timing) where a step goes.
+
+    Args:
+        rows: ``ScalingReport.rows()``.
+        mode: ``weak`` or ``strong``, for the title.
+    """
+    points = [{"ranks": r["processes"], "measured": r["speedup"], "ideal": r["ideal"],
+               "efficiency": r["efficiency"], "images_per_s": r["images_per_s"],
+               "exchange": r.get("exchange_share"), "job": r.get("job")} for r in rows]
+    base = rows[0]["processes"] if rows else 1
+    x = _q("ranks", "ranks", axis={"values": [p["ranks"] for p in points], "format": "d"})
+    tooltip = [_q("ranks", "ranks", format="d"), _q("images_per_s", "images/s", format=",.1f"),
+               _q("measured", "speed-up", format=".2f"), _q("efficiency", "efficiency", format=".0%"),
+               _q("exchange", "exchange + contention", format=".0%"), {"field": "job", "title": "run"}]
+    speed = {"title": {"text": f"speed-up vs {base} rank(s)", "subtitle": "labels: efficiency; dashed: ideal"},
+             "width": 260, "height": 190, "data": {"values": points}, "layer": [
+                 {"mark": {"type": "line", "strokeDash": [5, 4], "color": "#888"},
+                  "encoding": {"x": x, "y": _q("ideal", "speed-up")}},
+                 {"mark": {"type": "line", "point": {"size": 60, "filled": True}, "color": "#1f77b4"},
+                  "encoding": {"x": x, "y": _q("measured", "speed-up"), "tooltip": tooltip}},
+                 {"mark": {"type": "text", "dx": 6, "dy": 12, "align": "left", "fontSize": 10},
+                  "encoding": {"x": x, "y": _q("measured", "speed-up"),
+                               "text": {"field": "efficiency", "type": "quantitative", "format": ".0%"}}},
+             ]}
+    throughput = {"title": {"text": "throughput", "subtitle": "images per second over all ranks"},
+                  "width": 200, "height": 190, "data": {"values": points}, "mark": {"type": "bar", "color": "#2ca02c"},
+                  "encoding": {"x": _RANKS_AXIS,
+                               "y": _q("images_per_s", "images/s (all ranks)"), "tooltip": tooltip}}
+    parts = [speed, throughput]
+    split = [{"ranks": r["processes"], "part": part, "share": share, "order": list(STEP_COLOURS).index(part)}
+             for r in rows for part, share in (r.get("breakdown") or {}).items() if part in STEP_COLOURS]
+    if split:  # what stopped the next rank count from helping
+        parts.append({"title": {"text": "where a step goes", "subtitle": "share of a step, mean over ranks"},
+                      "width": 200, "height": 190, "data": {"values": split}, "mark": "bar",
+                      "encoding": {"x": _RANKS_AXIS,
+                                   "y": _q("share", "share of a step", stack="normalize", axis={"format": "%"}),
+                                   "color": {"field": "part", "type": "nominal", "title": None,
+                                             "sort": list(STEP_COLOURS),
+                                             "scale": {"domain": list(STEP_COLOURS),
+                                                       "range": list(STEP_COLOURS.values())}},
+                                   "order": {"field": "order"},
+                                   "tooltip": [_q("ranks", "ranks", format="d"), {"field": "part", "title": "part"},
+                                               _q("share", "share", format=".0%")]}})
+    return _report(parts, f"{mode} scaling")
+
+
+def compare_chart(runs: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, Any]:
+    """A comparison's chart, values inline: each run's training loss per step and validation
+    accuracy per epoch, overlaid; a legend click shows one run alone.
+
+    Args:
+        runs: per run name, ``{"step": [...], "loss": [...], "epoch": [...], "val_accuracy": [...]}``.
+    """
+    loss = [{"run": name, "step": x, "loss": y} for name, r in runs.items()
+            for x, y in zip(r.get("step", ()), r.get("loss", ()))]
+    acc = [{"run": name, "epoch": x, "accuracy": y} for name, r in runs.items()
+           for x, y in zip(r.get("epoch", ()), r.get("val_accuracy", ()))]
+    colour = {"field": "run", "type": "nominal", "title": None, "scale": {"scheme": _RANKS},
+              "sort": list(runs)}
+    show = {"name": "runs_show", "select": {"type": "point", "fields": ["run"]}, "bind": "legend"}
+    shown = {"condition": {"param": "runs_show", "value": 1}, "value": 0.12}
+    loss_part = {"title": {"text": "training loss", "subtitle": "per step"}, "width": 340, "height": 190,
+                 "data": {"values": loss}, "params": [show, {"name": "loss_zoom", "bind": "scales",
+                                                             "select": {"type": "interval", "encodings": ["x"]}}],
+                 "mark": {"type": "line", "strokeWidth": 1.4},
+                 "encoding": {"x": _q("step", "step"), "y": _q("loss", "loss", scale={"zero": False}),
+                              "color": colour, "opacity": shown,
+                              "tooltip": [{"field": "run", "title": "run"}, _q("step", "step", format=","),
+                                          _q("loss", "loss", format=".4f")]}}
+    acc_part = {"title": {"text": "validation accuracy", "subtitle": "per epoch"}, "width": 260, "height": 190,
+                "data": {"values": acc}, "mark": {"type": "line", "point": True},
+                "encoding": {"x": _q("epoch", "epoch", axis={"tickMinStep": 1, "format": "d"}),
+                             "y": _q("accuracy", "accuracy", scale={"zero": False}, axis={"format": ".1%"}),
+                             "color": colour,
+                             "tooltip": [{"field": "run", "title": "run"}, _q("epoch", "epoch", format="d"),
+                                         _q("accuracy", "accuracy", format=".4f")]}}
+    if not acc:  # runs without validation: say so rather than draw empty axes
+        acc_part = {"title": {"text": "validation accuracy"}, "width": 260, "height": 190,
+                    "data": {"values": [{"t": "no validation in these runs"}]},
+                    "mark": {"type": "text", "fontSize": 11, "color": "#888"}, "encoding": {"text": {"field": "t"}}}
+    return _report([loss_part, acc_part], "runs compared", shared_colour=True)
 
 
 def to_png(spec: Mapping[str, Any], scale: float = 1.0, timeout: float = 120.0) -> bytes:

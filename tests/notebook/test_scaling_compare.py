@@ -4,13 +4,16 @@ editing those events changes the report exactly."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
 from notebook_support import training_script
 
+from lanenb.charts.specs import REPORT_MIME
 from lanenb.jobs import TrainSpec, get_job, submit
 
 
@@ -107,6 +110,13 @@ def test_the_report_shows_how_each_rank_count_splits_its_step_and_what_stopped_i
     assert "10/90/0/0%" in text and "5/45/50/0%" in text
     assert "2 ranks: exchange-bound: 50% of each step" in text and "exchange-bound" in report.table().html()
     assert report.png().startswith(b"\x89PNG")
+    table, chart = displayed(report)
+    assert "speed-up" in table["text/html"] and "<img" not in table["text/html"]
+    speed, _throughput, split = chart[REPORT_MIME]["hconcat"]
+    assert [(p["ranks"], round(p["measured"], 3)) for p in speed["data"]["values"]] == [(1, 1.0), (2, round(
+        two["speedup"], 3))]
+    assert {(r["ranks"], r["part"]): round(r["share"], 2) for r in split["data"]["values"]}[(2, "exchange")] == 0.5
+    assert chart["image/png"] and chart["text/plain"].startswith("<chart: weak scaling")
     assert load("split").rows()[1]["verdict"] == two["verdict"]
     # a report saved before the doctor existed loads and shows "-" for what it lacks
     old = report.to_dict()
@@ -117,6 +127,26 @@ def test_the_report_shows_how_each_rank_count_splits_its_step_and_what_stopped_i
     last_row = before.table().text().splitlines()[-1]
     assert last_row.split()[-2:] == ["-", "-"]
     assert before.png().startswith(b"\x89PNG")
+
+
+def displayed(report) -> list[dict]:
+    """The outputs a report's ``_ipython_display_`` publishes, as MIME bundles."""
+    with capture_output() as cap:
+        report._ipython_display_()
+    return [o.data for o in cap.outputs]
+
+
+def test_a_chart_the_renderer_refuses_leaves_the_table_and_says_why():
+    from lanenb.charts.specs import to_png
+    from lanenb.tables import Table, png_or_reason
+
+    png, why = png_or_reason(lambda: to_png({"mark": 12}))  # vl-convert itself refuses it
+    assert png is None and why is not None and why.startswith("no static chart image: ")
+    table = Table(["a"], [["1"]], title="t", note=why, png=png, chart={"mark": "point"})
+    with capture_output() as cap:
+        table.ipython_display()
+    first, second = (o.data for o in cap.outputs)
+    assert "no static chart image" in first["text/html"] and "image/png" not in second
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -182,6 +212,15 @@ def test_compare_tables_differences_metrics_and_curves(ip, scripted):
     assert "highlighted: settings that differ (batch_size, epochs)" in text and "0.9100" in text
     out = ip.run_line_magic("lanecompare", "run-a run-b")
     assert out.differences == ["batch_size", "epochs"]
+    # shown: the table, then the chart as an output of its own (Vega-Lite for JupyterLab + its PNG)
+    table, chart = displayed(out)
+    assert "batch_size" in table["text/html"] and "<img" not in table["text/html"]
+    spec = chart[REPORT_MIME]
+    loss, _acc = spec["hconcat"]
+    assert {row["run"] for row in loss["data"]["values"]} == {"run-a", "run-b"}
+    assert all(set(row) == {"run", "step", "loss"} for row in loss["data"]["values"])
+    assert {"field": "run", "title": "run"} in loss["encoding"]["tooltip"]  # hover names the run
+    assert base64.b64decode(chart["image/png"]).startswith(b"\x89PNG")
     with pytest.raises(CompareError, match="give two or more job names"):
         compare(["run-a"])
     with pytest.raises(CompareError, match="a run is named twice"):
