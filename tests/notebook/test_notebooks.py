@@ -122,6 +122,8 @@ def test_scaling_notebook_measures_and_compares(tmp_path):
     nb = execute("04-scaling.ipynb", tmp_path, frames=60, steps=12, warmup=4, epochs=5)
     scale = outputs(nb, "%lanescale")
     assert pngs(scale) and pngs(scale)[0].startswith(PNG)
+    # the interactive chart JupyterLab draws, saved in the notebook beside its PNG
+    assert any("application/vnd.vegalite.v5+json" in o.get("data", {}) for o in scale)
     assert "speed-up" in text_of(scale) and "efficiency" in text_of(scale)
     summary = text_of(outputs(nb, "report.rows()"))
     lines = [l for l in summary.splitlines() if "rank(s):" in l]
@@ -131,3 +133,4 @@ def test_scaling_notebook_measures_and_compares(tmp_path):
     assert all(v > 0 for v in ips)
     compare = outputs(nb, "%lanecompare")
     assert "settings that differ (processes)" in text_of(compare) and pngs(compare)
+    assert any("application/vnd.vegalite.v5+json" in o.get("data", {}) for o in compare)
