@@ -34,7 +34,7 @@ class Table:
     note: str = ""
     png: bytes | None = None
     empty: str = "(nothing to show)"
-    chart: dict[str, Any] | None = None  # Vega-Lite (lanenb.charts.specs.REPORT_MIME), values inline
+    chart: dict[str, Any] | None = None  # {MIME type: chart}, e.g. {charts.specs.REPORT_MIME: Vega-Lite spec}
 
     def html(self) -> str:
         if not self.rows:
@@ -76,9 +76,7 @@ class Table:
         toggles), its PNG for every other viewer, a line of text for consoles."""
         if self.chart is None:
             return None
-        from lanenb.charts.specs import REPORT_MIME
-
-        bundle: dict[str, Any] = {REPORT_MIME: self.chart, "text/plain": f"<chart: {self.title or 'report'}>"}
+        bundle: dict[str, Any] = {**self.chart, "text/plain": f"<chart: {self.title or 'report'}>"}
         if self.png:
             bundle["image/png"] = base64.b64encode(self.png).decode()
         return bundle

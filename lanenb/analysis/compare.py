@@ -100,9 +100,11 @@ class Comparison:
         """The comparison as a table (settings that differ highlighted) with the overlaid curves."""
         note = ("highlighted: settings that differ (" + ", ".join(self.differences) + ")" if self.differences
                 else "the runs have the same settings")
+        from lanenb.charts.specs import REPORT_MIME
+
         png, why = png_or_reason(self.png)
         return Table(self._columns(), [self._cells(r) for r in self.rows], highlight=set(self.differences),
-                     note=note + (f"\n{why}" if why else ""), png=png, chart=self.chart())
+                     note=note + (f"\n{why}" if why else ""), png=png, chart={REPORT_MIME: self.chart()})
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()

@@ -208,6 +208,11 @@ class ScalingReport:
 
         return scaling_chart(self.rows(), self.mode)
 
+    def _chart_output(self) -> dict[str, Any]:
+        from lanenb.charts.specs import REPORT_MIME
+
+        return {REPORT_MIME: self.chart()}
+
     def png(self) -> bytes:
         """The chart as PNG (Vega's own renderer, in a process of its own; drawn once per report).
 
@@ -240,7 +245,7 @@ class ScalingReport:
         if why:
             notes.append(why)
         return Table(head, body, title=f"{self.mode} scaling (from the runs' step events, warm-up dropped)",
-                     note="\n".join(notes), png=png, chart=self.chart())
+                     note="\n".join(notes), png=png, chart=self._chart_output())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()

@@ -142,7 +142,7 @@ def test_a_chart_the_renderer_refuses_leaves_the_table_and_says_why():
 
     png, why = png_or_reason(lambda: to_png({"mark": 12}))  # vl-convert itself refuses it
     assert png is None and why is not None and why.startswith("no static chart image: ")
-    table = Table(["a"], [["1"]], title="t", note=why, png=png, chart={"mark": "point"})
+    table = Table(["a"], [["1"]], title="t", note=why, png=png, chart={REPORT_MIME: {"mark": "point"}})
     with capture_output() as cap:
         table.ipython_display()
     first, second = (o.data for o in cap.outputs)

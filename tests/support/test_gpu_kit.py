@@ -70,13 +70,13 @@ def run_session(tmp_path: Path, kit_dir: Path, *args: str) -> tuple[subprocess.C
 
 @pytest.mark.skipif(not no_cuda(), reason="a CUDA device is visible: gpu_check would run for real")
 def test_session_without_kit_says_what_is_missing_and_still_runs_gpu_check(tmp_path):
-    proc, log = run_session(tmp_path, tmp_path / "no-kit", "--skip-training")
+    proc, log = run_session(tmp_path, tmp_path / "no-kit", "--only", "inference")
     assert proc.returncode == 2, proc.stdout + proc.stderr  # gpu_check's "no CUDA device"
     assert proc.stdout == log  # the whole output is in $OUT/gpu_check.log
     assert "FAILED: Open MPI: no debs in" in log
     assert "FAILED: wheels: none in" in log
     assert "torch " in log and "mpirun          -  MISSING" in log  # the summary still printed
-    assert "bench/gpu_check.py --skip-training" in log  # arguments passed through
+    assert "bench/gpu_check.py --only inference" in log  # arguments passed through
     assert "no CUDA device visible to torch" in log
     assert log.rstrip().splitlines()[-1].startswith("[session] bench/gpu_check.py exited 2")
     shim = tmp_path / "site" / "bin" / "lanenb"
@@ -86,7 +86,7 @@ def test_session_without_kit_says_what_is_missing_and_still_runs_gpu_check(tmp_p
 @pytest.mark.skipif(not (KIT / "debs").is_dir(), reason="no .gpu-carry/debs: run scripts/gpu/carry.sh first")
 @pytest.mark.skipif(not no_cuda(), reason="a CUDA device is visible: gpu_check would run for real")
 def test_session_with_kit_runs_the_relocated_open_mpi(tmp_path):
-    proc, log = run_session(tmp_path, KIT, "--skip-training")
+    proc, log = run_session(tmp_path, KIT, "--only", "inference")
     assert proc.returncode == 2, log
     assert "mpirun rank 0 of 2" in log and "mpirun rank 1 of 2" in log
     assert f"MPI-stack libraries loaded from {tmp_path / 'mpi'}" in log

@@ -176,7 +176,7 @@ def _triton_forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...],
     """The sweeps of :class:`_MessagePassing` with the Triton kernels: the first sweep of an
     axis runs in place on a fresh layout buffer, a further one on the same axis writes a new
     buffer (each sweep's output is what its weight gradient needs)."""
-    from . import sweep_triton
+    from .sweep_triton import sweep_forward
 
     cur: torch.Tensor | None = None
     axis = False
@@ -188,7 +188,7 @@ def _triton_forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...],
             cur = dst = _swap_slices(cur)
         else:
             dst = None
-        cur, mask = sweep_triton.sweep_forward(cur, tap.contiguous(), reverse, out=dst)
+        cur, mask = sweep_forward(cur, tap.contiguous(), reverse, out=dst)
         saved += [cur, mask]
         axis = vertical
     if cur is None:
@@ -200,7 +200,8 @@ def _triton_forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...],
 def _triton_backward(ctx, grad_y: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
     """The backward of :func:`_triton_forward`: each sweep's recurrence is one Triton kernel,
     in place on one gradient buffer per axis; each weight gradient one library call."""
-    from . import sweep_triton
+    from .sweep_triton import sweep_backward
+    from .sweep_triton import weight_grad as triton_weight_grad
 
     spec, k = ctx.spec, len(ctx.spec)
     saved = ctx.saved_tensors
@@ -214,9 +215,9 @@ def _triton_backward(ctx, grad_y: torch.Tensor) -> tuple[torch.Tensor | None, ..
             grad = _to_slices(grad_y.to(tap.dtype), vertical)
         elif vertical != axis:
             grad = _swap_slices(grad)
-        dconv = sweep_triton.sweep_backward(grad, masks[idx], tap.contiguous(), reverse)
+        dconv = sweep_backward(grad, masks[idx], tap.contiguous(), reverse)
         if ctx.needs_input_grad[3 + idx]:
-            grad_taps[idx] = sweep_triton.weight_grad(outs[idx], dconv, reverse, tap.shape[0]).to(
+            grad_taps[idx] = triton_weight_grad(outs[idx], dconv, reverse, tap.shape[0]).to(
                 ctx.weight_dtypes[idx])
         axis = vertical
     if grad is None:  # forward refused an empty spec, so this is unreachable
