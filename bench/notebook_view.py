@@ -159,6 +159,9 @@ def main() -> int:
                   f"50 ms, {b['long_tasks']} long tasks (max {b['long_task_ms_max']:.0f} ms) (goal: none over 50 ms)")
             print(f"kernel side of those updates: p50 {k['update_ms_p50']:.1f} ms, max {k['update_ms_max']:.1f} ms, "
                   f"{k['bytes_per_update'] / 1000:.0f} kB each")
+            for panel, run in sorted((b.get("chart_runs") or {}).items()):
+                print(f"  chart {panel:11s} {run['runs']:3d} runs: p50 {run['ms_p50']:.1f} ms, "
+                      f"max {run['ms_max']:.1f} ms")
     if args.charts_only:
         return 0
     from lanenb_trainer.data.synth import synthesize

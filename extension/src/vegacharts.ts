@@ -64,6 +64,24 @@ function darkTheme(): boolean {
   return document.body.dataset.jpThemeLight === 'false';
 }
 
+/** Whether two rows of one key hold the same values (rows are flat: numbers, strings, null).
+ * Field by field rather than through JSON.stringify: an update compares every row a dataset
+ * holds, and strings for each would be garbage the next frames pay for. */
+function sameRow(a: IRow, b: IRow): boolean {
+  const keys = Object.keys(b);
+  if (keys.length !== Object.keys(a).length) {
+    return false;
+  }
+  for (const key of keys) {
+    const x = (a as Record<string, unknown>)[key];
+    const y = (b as Record<string, unknown>)[key];
+    if (x !== y && (typeof x !== 'object' || JSON.stringify(x) !== JSON.stringify(y))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /** One panel: a Vega view fed by keyed rows, with a log-scale switch where the spec asks. */
 export class LiveChart {
   readonly node: HTMLDivElement;
@@ -132,7 +150,7 @@ export class LiveChart {
     this._result?.finalize();
     this._result = result;
     for (const name of this._names) {
-      const rows = Array.from(this._rows.get(name)?.values() ?? [], ([, row]) => row);
+      const rows = Array.from(this._rows.get(name)?.values() ?? []);
       if (rows.length) {
         result.view.change(name, changeset().insert(rows));
       }
@@ -146,20 +164,19 @@ export class LiveChart {
     if (!this._names.has(name)) {
       return false;
     }
-    const held = this._rows.get(name) ?? new Map<string, [string, IRow]>();
-    const next = new Map<string, [string, IRow]>();
+    const held = this._rows.get(name) ?? new Map<string, IRow>();
+    const next = new Map<string, IRow>();
     const inserts: IRow[] = [];
     const removes = new Set<string>();
     for (const row of rows) {
-      const text = JSON.stringify(row);
       const old = held.get(row.k);
-      if (!old || old[0] !== text) {
+      if (!old || !sameRow(old, row)) {
         inserts.push(row);
         if (old) {
           removes.add(row.k);
         }
       }
-      next.set(row.k, [text, row]);
+      next.set(row.k, row);
     }
     for (const k of held.keys()) {
       if (!next.has(k)) {
@@ -178,11 +195,15 @@ export class LiveChart {
     return true;
   }
 
-  /** Run the view once after a batch of `setRows`. */
+  /** Run the view once after a batch of `setRows`. Each run is a `lanenb-chart-run` performance
+   * measure (detail: the panel), so a profile or bench/notebook_view.py can tell which panel
+   * costs a frame. */
   async flush(): Promise<void> {
     if (this._result && this._dirty) {
       this._dirty = false;
+      const start = performance.now();
       await this._result.view.runAsync();
+      performance.measure('lanenb-chart-run', { start, detail: this.panel });
     }
   }
 
@@ -201,7 +222,7 @@ export class LiveChart {
   private readonly _host: HTMLDivElement;
   private readonly _themeWatch: MutationObserver;
   private readonly _names: Set<string>;
-  private readonly _rows = new Map<string, Map<string, [string, IRow]>>();
+  private readonly _rows = new Map<string, Map<string, IRow>>();
 }
 
 /** A run's panels side by side (they wrap to the width they get). */
