@@ -59,11 +59,12 @@ class TrainSpec:
         dataset: TuSimple-layout dataset root, as the ranks see it (under a ``volumes`` mount
             on Kubernetes). Required.
         processes: MPI ranks (``runai --processes``).
-        gpus: GPUs per process (0: CPU). The ranks get ``--device cuda`` for 1 or more (a run
-            whose ranks see no GPU fails at start instead of training on the CPU) and
-            ``--device cpu`` for 0 (even where GPUs are visible: on Kubernetes a GPU the pod did
-            not request belongs to another job). AzureML: the compute decides (its VM size's
-            GPUs are the nodes'), so 0 leaves the device to the trainer (``auto``).
+        gpus: GPUs per process. The ranks get ``--device cuda`` for 1 or more (a run whose
+            ranks see no GPU fails at start instead of training on the CPU). 0 on Kubernetes
+            means ``--device cpu`` (a GPU the pod did not request belongs to another job);
+            locally and on AzureML 0 leaves the choice to the trainer (``auto``: a GPU per rank
+            where torch sees one, as any PyTorch script on that machine; ``--device cpu`` in
+            the trainer flags forces the CPU).
         batch_size: per rank; the global batch is ``processes x batch_size``.
         epochs: passes over the training split.
         engine: ``auto`` (Horovod when importable), ``horovod`` or ``ddp``.
@@ -292,7 +293,7 @@ class TrainSpec:
         """``--device`` for the ranks (None: the trainer's ``auto``)."""
         if self.gpus:
             return "cuda"
-        return None if self.backend == "azureml" else "cpu"
+        return "cpu" if self.backend == "kubernetes" else None
 
     def trainer_args(self, run_dir: str | None = None) -> list[str]:
         """The ``python -m lanenb_trainer`` flags (without the interpreter/module part).

@@ -204,7 +204,7 @@ def test_spec_honours_every_runai_variable_the_trainer_reads(tmp_path):
 
 
 @pytest.mark.parametrize("backend,gpus,device", [
-    ("local", 0, ["--device", "cpu"]),
+    ("local", 0, []),  # the trainer's auto: a GPU machine's GPUs, as any script there
     ("kubernetes", 0, ["--device", "cpu"]),  # an unrequested GPU in the pod is another job's
     ("kubernetes", 1, ["--device", "cuda"]),  # no GPU at start: the ranks fail, naming why
     ("azureml", 0, []),  # the compute's VM size decides: the trainer's auto
