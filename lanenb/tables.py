@@ -6,20 +6,10 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Table", "png_or_reason"]
-
-
-def png_or_reason(render: Callable[[], bytes]) -> tuple[bytes | None, str | None]:
-    """``(render(), None)``, or ``(None, why there is no image)`` when the renderer fails: a
-    report without its picture still shows, and says why."""
-    try:
-        return render(), None
-    except (RuntimeError, ValueError) as exc:
-        return None, f"no static chart image: {exc}"
+__all__ = ["Table"]
 
 
 @dataclass
@@ -81,16 +71,12 @@ class Table:
             bundle["image/png"] = base64.b64encode(self.png).decode()
         return bundle
 
-    def ipython_display(self) -> None:
-        """Show the table, then the chart as an output of its own (one output can show one MIME
-        type, and JupyterLab prefers the table's HTML to a chart): what ``_ipython_display_``
-        of a report calls. Without a chart, the table alone (its PNG, if any, inside)."""
-        from IPython.display import publish_display_data
-
+    def outputs(self) -> list[dict[str, Any]]:
+        """The MIME bundles to show, in order: the table, then the chart as an output of its own
+        (one output shows one MIME type, and JupyterLab prefers the table's HTML to a chart).
+        Without a chart, the table alone (its PNG, if any, inside)."""
         chart = self.chart_bundle()
         if chart is None:
-            publish_display_data(self.mimebundle())
-            return
-        publish_display_data({"text/html": Table(self.columns, self.rows, self.highlight, self.title, self.note,
-                                                 empty=self.empty).html(), "text/plain": self.text()})
-        publish_display_data(chart)
+            return [self.mimebundle()]
+        plain = replace(self, png=None)  # the PNG goes with the chart, not twice
+        return [{"text/html": plain.html(), "text/plain": plain.text()}, chart]

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lanenb.analysis.charted import ChartedReport
 from lanenb.analysis.runstate import RunState, fill_tests, format_duration
 from lanenb.jobs import Job, get_job
-from lanenb.tables import Table, png_or_reason
+from lanenb.tables import Table
 from lanenb_trainer.errors import UserError
 
 __all__ = ["Comparison", "compare", "CompareError"]
@@ -45,15 +46,13 @@ def _state(job: Job) -> tuple[RunState, list[str], float | None]:
 
 
 @dataclass
-class Comparison:
+class Comparison(ChartedReport):
     """Runs side by side; ``rows`` is one dict per run, ``differences`` the spec fields that differ."""
 
     jobs: list[Job]
     states: dict[str, RunState] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
-
-    _png: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def chart(self) -> dict[str, Any]:
         """The runs' loss per step and validation accuracy per epoch, overlaid (Vega-Lite, values inline)."""
@@ -67,18 +66,6 @@ class Comparison:
                           "epoch": [x + 1 for x in acc.x] if acc is not None else [],
                           "val_accuracy": list(acc.y) if acc is not None else []}
         return compare_chart(runs)
-
-    def png(self) -> bytes:
-        """The chart as PNG (drawn once per comparison).
-
-        Raises:
-            RuntimeError: the renderer failed (vl-convert missing or broken).
-        """
-        if self._png is None:
-            from lanenb.charts.specs import to_png
-
-            self._png = to_png(self.chart())
-        return self._png
 
     def _columns(self) -> list[str]:
         return (["run", "backend", "state"] + self.differences
@@ -100,17 +87,9 @@ class Comparison:
         """The comparison as a table (settings that differ highlighted) with the overlaid curves."""
         note = ("highlighted: settings that differ (" + ", ".join(self.differences) + ")" if self.differences
                 else "the runs have the same settings")
-        from lanenb.charts.specs import REPORT_MIME
-
-        png, why = png_or_reason(self.png)
+        png, why = self.png_or_reason()
         return Table(self._columns(), [self._cells(r) for r in self.rows], highlight=set(self.differences),
-                     note=note + (f"\n{why}" if why else ""), png=png, chart={REPORT_MIME: self.chart()})
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return self.table().mimebundle()
-
-    def _ipython_display_(self) -> None:
-        self.table().ipython_display()
+                     note=note + (f"\n{why}" if why else ""), png=png, chart=self.chart_output())
 
     def __repr__(self) -> str:
         return self.table().text()

@@ -22,12 +22,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lanenb.analysis.charted import ChartedReport
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.runstate import RunState, format_duration
 from lanenb.contract.spec import SpecError
 from lanenb.home import lanenb_home
 from lanenb.jobs import Job, TrainSpec, get_job, submit
-from lanenb.tables import Table, png_or_reason
+from lanenb.tables import Table
 from lanenb_trainer.errors import UserError
 from lanenb_trainer.events import Event
 
@@ -129,7 +130,7 @@ def step_split(events: Iterable[Event], warmup: int = 0) -> dict[str, float] | N
 
 
 @dataclass
-class ScalingReport:
+class ScalingReport(ChartedReport):
     """Scaling figures per rank count, relative to the smallest rank count measured.
 
     Args:
@@ -144,7 +145,6 @@ class ScalingReport:
     epochs: int = 1
     frames: int | None = None
     created: float = field(default_factory=time.time)
-    _png: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.points = sorted(self.points, key=lambda p: p.processes)
@@ -208,23 +208,6 @@ class ScalingReport:
 
         return scaling_chart(self.rows(), self.mode)
 
-    def _chart_output(self) -> dict[str, Any]:
-        from lanenb.charts.specs import REPORT_MIME
-
-        return {REPORT_MIME: self.chart()}
-
-    def png(self) -> bytes:
-        """The chart as PNG (Vega's own renderer, in a process of its own; drawn once per report).
-
-        Raises:
-            RuntimeError: the renderer failed (vl-convert missing or broken).
-        """
-        if self._png is None:
-            from lanenb.charts.specs import to_png
-
-            self._png = to_png(self.chart())
-        return self._png
-
     def table(self) -> Table:
         """The report as a table (with the speed-up chart)."""
         head = ["ranks", "images/s", "speed-up", "ideal", "efficiency", "exchange+contention",
@@ -241,17 +224,11 @@ class ScalingReport:
                          "-" if r["projected_s"] is None else format_duration(r["projected_s"]),
                          _split_text(r["breakdown"]), r["verdict"].split(":", 1)[0] if r["verdict"] else "-"])
         notes = [f"{r['processes']} ranks: {r['verdict']}" for r in rows if r["verdict"]]
-        png, why = png_or_reason(self.png)
+        png, why = self.png_or_reason()
         if why:
             notes.append(why)
         return Table(head, body, title=f"{self.mode} scaling (from the runs' step events, warm-up dropped)",
-                     note="\n".join(notes), png=png, chart=self._chart_output())
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return self.table().mimebundle()
-
-    def _ipython_display_(self) -> None:
-        self.table().ipython_display()
+                     note="\n".join(notes), png=png, chart=self.chart_output())
 
     def __repr__(self) -> str:
         return self.table().text()

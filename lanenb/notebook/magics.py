@@ -405,6 +405,15 @@ class JobTable:
         return self.table().text()
 
 
+def _show_outputs(report: Any) -> bool:
+    """Display a report as its outputs (``ChartedReport.outputs``); True: it was displayed."""
+    from IPython.display import publish_display_data
+
+    for bundle in report.outputs():
+        publish_display_data(bundle)
+    return True
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext lanenb``: register the magics; import the widget and chart libraries now so
     the first ``%lanetrain`` returns at once."""
@@ -413,5 +422,8 @@ def load_ipython_extension(ipython: Any) -> None:
     import matplotlib.figure  # noqa: F401
 
     import lanenb.notebook.view  # noqa: F401
+    from lanenb.analysis.charted import ChartedReport
 
     ipython.register_magics(LaneMagics)
+    # %lanescale / %lanecompare reports: the table, then their chart as an output of its own
+    ipython.display_formatter.ipython_display_formatter.for_type(ChartedReport, _show_outputs)

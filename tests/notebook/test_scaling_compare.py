@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
+from IPython.display import display
 from IPython.utils.capture import capture_output
 from notebook_support import training_script
 
@@ -130,23 +131,27 @@ def test_the_report_shows_how_each_rank_count_splits_its_step_and_what_stopped_i
 
 
 def displayed(report) -> list[dict]:
-    """The outputs a report's ``_ipython_display_`` publishes, as MIME bundles."""
+    """What a notebook shows for a report (``%load_ext lanenb`` registered the display), as MIME bundles."""
     with capture_output() as cap:
-        report._ipython_display_()
+        display(report)
     return [o.data for o in cap.outputs]
 
 
 def test_a_chart_the_renderer_refuses_leaves_the_table_and_says_why():
-    from lanenb.charts.specs import to_png
-    from lanenb.tables import Table, png_or_reason
+    from lanenb.analysis.charted import ChartedReport
+    from lanenb.tables import Table
 
-    png, why = png_or_reason(lambda: to_png({"mark": 12}))  # vl-convert itself refuses it
-    assert png is None and why is not None and why.startswith("no static chart image: ")
-    table = Table(["a"], [["1"]], title="t", note=why, png=png, chart={REPORT_MIME: {"mark": "point"}})
-    with capture_output() as cap:
-        table.ipython_display()
-    first, second = (o.data for o in cap.outputs)
-    assert "no static chart image" in first["text/html"] and "image/png" not in second
+    class Refused(ChartedReport):
+        def chart(self):
+            return {"mark": 12}  # vl-convert itself refuses it
+
+        def table(self):
+            png, why = self.png_or_reason()
+            return Table(["a"], [["1"]], title="t", note=why or "", png=png, chart=self.chart_output())
+
+    first, second = displayed(Refused())
+    assert "no static chart image: " in first["text/html"] and "image/png" not in second
+    assert second[REPORT_MIME] == {"mark": 12}
 
 
 @pytest.mark.parametrize("kwargs,message", [
