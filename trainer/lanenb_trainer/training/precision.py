@@ -20,7 +20,7 @@ from lanenb_trainer.config import TrainConfig
 __all__ = ["Precision", "configure_algorithms", "resolve_precision"]
 
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
-_SHORT = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+_SHORT = {torch.float16: "fp16", torch.bfloat16: "bf16", None: "fp32"}
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Precision:
     @property
     def name(self) -> str:
         """``fp16``, ``bf16`` or ``fp32``: what the start event and the views show."""
-        return _SHORT.get(self.dtype, "fp32") if self.dtype is not None else "fp32"
+        return _SHORT[self.dtype]
 
     def autocast(self) -> Any:
         """The forward pass's context: autocast in :attr:`dtype`, or nothing."""
