@@ -219,11 +219,14 @@ def check_message_passing(dev: torch.device, shape: tuple[int, int, int, int], r
             conv.weight.normal_(0.0, 1.0 / (c * 9) ** 0.5)
     x = torch.randn(n, c, h, w, device=dev, dtype=torch.float64, requires_grad=True)
     g = torch.randn(n, c, h, w, device=dev, dtype=torch.float64)
+    walls: dict[str, float] = {}  # wall seconds per step, compiles and captures included
+    t_wall = time.perf_counter()
     ours = [t.clone() for t in fwd_bwd(mp, mp, x, g)]
     ref = fwd_bwd(plain(mp), mp, x, g)
     out["max_rel_err_f64"] = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
                                  for a, b in zip(ours, ref))
     out["ok_equal"] = out["max_rel_err_f64"] <= 1e-9
+    walls["float64 equality"] = round(time.perf_counter() - t_wall, 1)
 
     triton_ok = False
     try:
@@ -242,17 +245,24 @@ def check_message_passing(dev: torch.device, shape: tuple[int, int, int, int], r
         gd = torch.randn(n, c, h, w, device=dev, dtype=dtype)
         row: dict[str, float | str] = {}
         for name, fn in _mp_variants(fwd_bwd, plain, m, xd, gd, triton_ok).items():
+            t_wall = time.perf_counter()
             try:
                 row[name] = timed_cuda(fn, repeats, dev)
             except Exception as exc:  # a variant that fails is a finding, not the end of the check
                 row[name] = f"failed: {type(exc).__name__}: {exc}"[:300]
+            walls[f"{key} {name}"] = round(time.perf_counter() - t_wall, 1)
+        t_wall = time.perf_counter()
         if dev.type == "cuda":
             row["graphed"] = _graphed_time(m, xd, gd, repeats)
+            walls[f"{key} graphed"] = round(time.perf_counter() - t_wall, 1)
+        t_wall = time.perf_counter()
         row["floor"] = _floor_time(m, xd, gd, repeats, dev)
+        walls[f"{key} floor"] = round(time.perf_counter() - t_wall, 1)
         if isinstance(row.get("ours"), float) and isinstance(row.get("floor"), float):
             row["ours_over_floor"] = row["ours"] / row["floor"]
         times[key] = row
     out["times_s"] = times
+    out["wall_s"] = walls
     f32 = times.get("float32", {})
     out["loop_over_ours_f32"] = (f32["loop"] / f32["ours"]
                                  if isinstance(f32.get("loop"), float) and isinstance(f32.get("ours"), float)
@@ -524,9 +534,13 @@ def check_long_run(work: Path, dev: torch.device, *, backbone: str, size: tuple[
     timing = [e for e in _events(lines, "timing", 0) if e["step"] > max(10, steps // 5)]
     total = sum(e["step_s"] for e in timing)
     out["data_wait_share"] = sum(e["data_s"] for e in timing) / total if total else None
-    util = [e["gpu_util"] for e in _events(lines, "system", 0) if "gpu_util" in e.data]
-    # the run's middle: leave out the start (model build, first epoch's workers) and the tail (test)
-    mid = util[len(util) // 5: max(len(util) // 5 + 1, len(util) * 4 // 5)]
+    # utilisation while it trains: the samples between the first warm step and the last step (by
+    # time; counting samples instead took mostly model build, synthesis and test on an H200, where
+    # 225 steps are 13 s of a 61 s run, and read a median of 0% beside 268 images/s)
+    window = (min(e.t for e in warm), max(e.t for e in warm)) if warm else (0.0, -1.0)
+    mid = [e["gpu_util"] for e in _events(lines, "system", 0)
+           if "gpu_util" in e.data and window[0] <= e.t <= window[1]]
+    out["gpu_util_samples"] = len(mid)
     out["gpu_util_median"] = statistics.median(mid) if mid else None
     out["gpu_util_mean"] = statistics.fmean(mid) if mid else None
     if out["images_per_s"]:
@@ -575,6 +589,16 @@ def check_quickstart(work: Path, timeout: float) -> dict:
     out["ok"] = proc.returncode == 0 and bool(devices) and all(d.startswith("cuda") for d in devices)
     if not out["ok"]:
         out["output_tail"] = (proc.stdout + proc.stderr)[-3000:]
+        # why, where papermill's tail does not say: the supervisor's own lines (snapshots, exits)
+        # and the error outputs of the executed notebook
+        out["supervisor"] = [line for log in home.rglob("job.log") for line in log.read_text().splitlines()
+                             if line.startswith("[lanenb-supervisor]")][-40:]
+        for nb in (work / "nb").glob("*.ipynb"):
+            cells = json.loads(nb.read_text()).get("cells", [])
+            out.setdefault("errors", []).extend(
+                "".join(o.get("traceback") or o.get("text") or [o.get("evalue", "")])[-1500:]
+                for c in cells for o in c.get("outputs", [])
+                if o.get("output_type") == "error" or o.get("name") == "stderr")
     return out
 
 
@@ -693,24 +717,25 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + args.budget
     small = args.smoke
     tiny: dict[str, Any] = dict(img_height=64, img_width=160, epochs=1) if small else {}
-    # (name, estimated seconds, runner): a section starts only when its estimate fits the budget left
+    # (name, estimated seconds, runner): a section starts only when its estimate fits the budget left;
+    # the estimates are what each took on an H200 on 2026-11-27 (message passing: Triton's compiles)
     runners: dict[str, tuple[float, Callable[[Path], dict]]] = {
-        "message_passing": (30, lambda w: check_message_passing(
+        "message_passing": (250, lambda w: check_message_passing(
             dev, (2, 16, 9, 12) if small else tuple(args.mp_shape), 3 if small else args.repeats)),
-        "vgg16_training": (60, lambda w: check_training_throughput(
+        "vgg16_training": (95, lambda w: check_training_throughput(
             dev, "small" if small else "vgg16", (64, 160) if small else (288, 800), 2 if small else args.batch,
             2 if small else args.iters)),
-        "inference": (20, lambda w: check_inference(
+        "inference": (10, lambda w: check_inference(
             dev, "small" if small else "vgg16", (64, 160) if small else (288, 800), 3 if small else 50)),
-        "train_resume": (75, lambda w: check_train_resume(w, dev, args.steps, timeout=240, **tiny)),
-        "shared_gpu": (40, lambda w: check_shared_gpu(w, dev, timeout=180, **tiny)),
-        "long_run": (120, lambda w: check_long_run(
+        "train_resume": (40, lambda w: check_train_resume(w, dev, args.steps, timeout=240, **tiny)),
+        "shared_gpu": (25, lambda w: check_shared_gpu(w, dev, timeout=180, **tiny)),
+        "long_run": (80, lambda w: check_long_run(
             w, dev, backbone="small" if small else "vgg16", size=(64, 160) if small else (288, 800),
             frames=24 if small else args.long_frames, frame_size=(640, 360) if small else (1280, 720),
             batch=2 if small else args.batch, steps=12 if small else args.long_steps,
             workers=1 if small else args.long_workers, amp_dtype="bfloat16" if small else args.long_amp,
             timeout=max(60.0, deadline - time.monotonic() - 5))),
-        "quickstart": (150, lambda w: check_quickstart(w, timeout=max(60.0, deadline - time.monotonic() - 5))),
+        "quickstart": (45, lambda w: check_quickstart(w, timeout=max(60.0, deadline - time.monotonic() - 5))),
     }
     ok = True
     with tempfile.TemporaryDirectory(prefix="lanenb-gpu-") as tmp:

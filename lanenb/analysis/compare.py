@@ -39,7 +39,8 @@ def _state(job: Job) -> tuple[RunState, list[str], float | None]:
         if ev is None:
             continue
         if ev.kind == "snapshot":
-            snapshots.append(str(ev.get("snapshot") or ev.get("name") or ev.get("pvc_name") or "requested"))
+            name = str(ev.get("snapshot") or ev.get("name") or ev.get("pvc_name") or "requested")
+            snapshots.append(f"{name} (failed)" if ev.get("status") == "failed" else name)
         elif ev.kind == "step" and ev.get("images_per_s") is not None:
             ips.append(float(ev.get("images_per_s")))
     return state, snapshots, (statistics.median(ips) if ips else None)

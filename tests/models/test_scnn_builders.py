@@ -221,3 +221,18 @@ def test_message_passing_init_is_pytorch_auto_drives() -> None:
     with torch.no_grad():
         ratio = float(mp(x).pow(2).mean().sqrt() / x.pow(2).mean().sqrt())
     assert 1.0 <= ratio < 1.6, ratio
+
+
+@pytest.mark.parametrize("size", [(64, 160), (288, 800), (72, 200)])  # even grids; 9x25 -> 4x12 is not
+def test_existence_pool_is_the_adaptive_pool(size: tuple[int, int]) -> None:
+    # a plain average pool where the map divides evenly (its CUDA backward is deterministic,
+    # AdaptiveAvgPool2d's is not), the adaptive pool elsewhere: the same values either way
+    model = scnn_small(num_lanes=4, input_size=size)
+    fmap = torch.rand(2, 5, size[0] // 8, size[1] // 8, dtype=torch.float64, requires_grad=True)
+    ours = model._pool_exist(fmap)
+    ref = model.exist_pool(fmap)
+    assert ours.shape == ref.shape == (2, 5, *model.exist_grid)
+    assert torch.allclose(ours, ref, rtol=0, atol=1e-12)
+    (g_ours,) = torch.autograd.grad(ours.sum(), fmap)
+    (g_ref,) = torch.autograd.grad(ref.sum(), fmap)
+    assert torch.allclose(g_ours, g_ref, atol=1e-12)

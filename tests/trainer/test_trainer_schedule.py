@@ -101,3 +101,18 @@ def test_resume_refuses_a_changed_seed_split_or_validation(tmp_path):
                             ({"use_val": True}, "--use-val False (now True)")]:
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
             ckpt.check_compatible(state, **{**same, **change})
+
+
+def test_loss_is_weighted_cross_entropy_in_value_and_gradient():
+    # written out (no atomics on CUDA, so --deterministic repeats itself): the same as
+    # F.cross_entropy(weight=...) for every pixel and every logit's gradient
+    torch.manual_seed(0)
+    seg = torch.randn(3, 5, 6, 7, dtype=torch.float64, requires_grad=True)
+    mask = torch.randint(0, 5, (3, 6, 7))
+    weight = torch.tensor([0.4, 1.0, 1.0, 1.0, 1.0], dtype=torch.float64)
+    ref = torch.nn.functional.cross_entropy(seg, mask, weight=weight)
+    (ref_grad,) = torch.autograd.grad(ref, seg)
+    total, s, _ = scnn_loss(seg, torch.zeros(3, 4), mask, torch.zeros(3, 4))
+    (grad,) = torch.autograd.grad(total, seg)  # the existence term does not reach seg
+    assert s.item() == pytest.approx(ref.item(), rel=1e-6)
+    assert torch.allclose(grad.double(), ref_grad, rtol=1e-5, atol=1e-7)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SA_DIR", "SnapshotResult", "create_pvc_snapshot", "snapshot_name"]
+__all__ = ["SA_DIR", "SnapshotResult", "create_pvc_snapshot", "label_value", "snapshot_name"]
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 GROUP_VERSION = "snapshot.storage.k8s.io/v1"
@@ -68,9 +68,11 @@ def snapshot_name(job: str) -> str:
     return f"{slug(job, 38, empty='run')}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
 
 
-def _label(value: str) -> str | None:
-    value = str(value)[:63].strip("-_.")
-    return value if LABEL_VALUE.match(value) else None
+def label_value(value: object) -> str:
+    """``value`` as a Kubernetes label value: characters a label cannot hold become ``_``
+    (a PEP 440 local version ``0.2+g1a2b`` -> ``0.2_g1a2b``), at most 63, alphanumeric at both
+    ends; may be empty. Both snapshot stores label with it, so no version string fails a snapshot."""
+    return re.sub(r"[^-A-Za-z0-9_.]", "_", str(value))[:63].strip("-_.")
 
 
 class _Api:
@@ -131,10 +133,10 @@ def create_pvc_snapshot(pvc: str, job: str, *, labels: dict[str, Any] | None = N
     try:
         api = _Api(sa_dir, api_url)
         namespace = api.namespace
-        extra = {f"{LABEL_PREFIX}{k}": v for k, v in ((k, _label(v)) for k, v in (labels or {}).items()) if v}
+        extra = {f"{LABEL_PREFIX}{k}": v for k, v in ((k, label_value(v)) for k, v in (labels or {}).items()) if v}
         body = {"apiVersion": GROUP_VERSION, "kind": "VolumeSnapshot",
                 "metadata": {"name": name, "namespace": namespace,
-                             "labels": {**MANAGED_BY, f"{LABEL_PREFIX}job": _label(job) or "unknown", **extra}},
+                             "labels": {**MANAGED_BY, f"{LABEL_PREFIX}job": label_value(job) or "unknown", **extra}},
                 "spec": {"source": {"persistentVolumeClaimName": pvc}}}
         base = f"/apis/{GROUP_VERSION}/namespaces/{namespace}/volumesnapshots"
         api.call("POST", base, body)

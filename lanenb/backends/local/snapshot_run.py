@@ -16,13 +16,15 @@ from typing import Any
 
 from lanenb.snapshots.base import Snapshot, check_labels
 from lanenb.version import __version__
+from lanenb_trainer.k8s_snapshot import label_value
 
 __all__ = ["run_labels", "snapshot_run"]
 
 
 def run_labels(job: str, role: str, run_dir: str | Path | None = None) -> dict[str, str]:
-    """``job``, ``role``, ``code`` (lanenb version) and, when the run wrote one, ``accuracy``."""
-    labels: dict[str, Any] = {"job": job, "role": role, "code": __version__}
+    """``job``, ``role``, ``code`` (lanenb version, as a label value: a checkout pip never
+    installed is ``0+unknown``) and, when the run wrote one, ``accuracy``."""
+    labels: dict[str, Any] = {"job": job, "role": role, "code": label_value(__version__)}
     if run_dir is not None:
         try:
             accuracy = json.loads((Path(run_dir) / "metrics.json").read_text()).get("accuracy")

@@ -267,6 +267,9 @@ def _snapshot(log: JobLog, run_dir: Path, job: str, volumes: dict[str, str]) -> 
         made = snapshot_run(job, volumes, run_dir=run_dir, say=log.say)
     except Exception as exc:  # the run succeeded; a failed snapshot must not hide that
         log.say(f"snapshot failed: {exc}")
+        # the same event a failed cluster snapshot sends, so every view says it, not only this log
+        log.write(tag_line(0, "stdout", format_event("snapshot", 0, status="failed", error=str(exc)[:500],
+                                                     store="local")), keep=True)
         return {"error": str(exc)}
     for snap in made:
         log.write(tag_line(0, "stdout", format_event(

@@ -94,9 +94,23 @@ class SCNN(nn.Module):
         feats = self.message_passing(self.backbone(x))
         seg = self.seg_head(self.dropout(feats))
         prob = F.softmax(seg, dim=1)
-        exist = self.exist_fc2(F.relu(self.exist_fc1(torch.flatten(self.exist_pool(prob), 1))))
+        exist = self.exist_fc2(F.relu(self.exist_fc1(torch.flatten(self._pool_exist(prob), 1))))
         seg = F.interpolate(seg, size=(h, w), mode="bilinear", align_corners=False)
         return seg, exist
+
+
+    def _pool_exist(self, prob: torch.Tensor) -> torch.Tensor:
+        """Pool the lane probabilities onto the existence grid.
+
+        Where the map divides evenly (every size the paper uses: 36x100 -> 18x50) this is a
+        plain average pool, whose CUDA backward has no atomics, so ``--deterministic`` holds on
+        a GPU; ``AdaptiveAvgPool2d``'s backward is nondeterministic there. Same values either way.
+        """
+        fh, fw = prob.shape[-2:]
+        gh, gw = self.exist_grid
+        if fh % gh == 0 and fw % gw == 0:
+            return F.avg_pool2d(prob, (fh // gh, fw // gw))
+        return self.exist_pool(prob)
 
 
 def _check_size(size: object, name: str) -> None:
