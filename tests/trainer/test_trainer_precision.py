@@ -83,6 +83,17 @@ def test_channels_last_model_and_batch(tmp_path):
     assert plain.batch(torch.randn(2, 3, 8, 8)).is_contiguous()
 
 
+def test_channels_last_unset_is_on_for_gpu_ranks_only(tmp_path):
+    # NHWC was 1.25-1.5x faster for VGG16-SCNN training on an H200 (docs/GPU.md): the default on GPUs
+    cpu, cuda = torch.device("cpu"), torch.device("cuda", 0)
+    assert resolve_precision(_cfg(tmp_path), cuda).channels_last is True
+    assert resolve_precision(_cfg(tmp_path), cpu).channels_last is False
+    assert resolve_precision(_cfg(tmp_path, channels_last=False), cuda).channels_last is False
+    assert resolve_precision(_cfg(tmp_path, channels_last=True), cpu).channels_last is True
+    assert "--channels-last" not in _cfg(tmp_path).to_argv()  # unset stays unset on the rank's argv
+    assert "--no-channels-last" in _cfg(tmp_path, channels_last=False).to_argv()
+
+
 def test_device_cuda_on_a_cpu_only_torch_fails_at_start(synth_root, tmp_path):
     code, lines = run_ranks(1, train_args(synth_root, tmp_path, engine="ddp", device="cuda", epochs=1))
     assert code != 0

@@ -77,7 +77,9 @@ class TrainConfig:
         amp_dtype: ``float16`` (with a loss scaler) or ``bfloat16`` (no scaler needed; also
             turns on CPU autocast, which has no float16 path).
         channels_last: NHWC memory format for the model and the batches (tensor cores and
-            cuDNN's fastest convolutions want it under AMP).
+            cuDNN's fastest convolutions want it). None (the default): on for a GPU rank, off on
+            a CPU; measured on an H200, VGG16-SCNN 288x800 trains 1.4x faster with it in fp16
+            (294 vs 208 images/s), 1.5x in bf16 and 1.25x in fp32 (docs/GPU.md).
         deterministic: deterministic GPU algorithms (``torch.use_deterministic_algorithms``,
             no cuDNN autotuning), so a resumed GPU run ends on the same weights as an
             uninterrupted one; slower. Off, cuDNN autotunes each convolution shape once.
@@ -122,7 +124,7 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True  # float16: GPU only; bfloat16: GPU and CPU
     amp_dtype: str = "float16"
-    channels_last: bool = False
+    channels_last: bool | None = None  # None: on for GPU ranks (resolve_precision)
     deterministic: bool = False
     tensorboard: bool = True  # run_dir/tensorboard/ (lanenb_trainer.tensorboard_log)
     enable_snapshot: bool = False

@@ -93,7 +93,8 @@ def configure_algorithms(deterministic: bool) -> None:
 
 
 def resolve_precision(cfg: TrainConfig, device: torch.device) -> Precision:
-    """``--amp``/``--amp-dtype``/``--channels-last`` on ``device``.
+    """``--amp``/``--amp-dtype``/``--channels-last`` on ``device`` (``--channels-last`` unset: on
+    for a GPU rank).
 
     float16 autocast runs on GPUs only (CPU autocast has no float16 path), so ``--amp`` with
     the default float16 means float32 on a CPU rank, as before. bfloat16 runs on both.
@@ -107,4 +108,7 @@ def resolve_precision(cfg: TrainConfig, device: torch.device) -> Precision:
     if dtype is torch.bfloat16 and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise ValueError(f"--amp-dtype bfloat16: {torch.cuda.get_device_name(device)} has no bfloat16 "
                          "support; use --amp-dtype float16")
-    return Precision(device.type, dtype, bool(cfg.channels_last))
+    # unset: NHWC on GPUs, where cuDNN's fastest kernels want it; NCHW on CPUs, where oneDNN
+    # gains little here and the Winograd message passing packs its own layout
+    channels_last = device.type == "cuda" if cfg.channels_last is None else bool(cfg.channels_last)
+    return Precision(device.type, dtype, channels_last)
