@@ -25,7 +25,7 @@ def describe(doc: str | None) -> str:
 
 
 # module name -> registers one or more top-level commands
-COMMAND_MODULES = ("data", "eval", "train", "demo", "jobs", "notebook", "predict", "snap")
+COMMAND_MODULES = ("data", "eval", "train", "sweep", "demo", "jobs", "notebook", "predict", "snap")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -98,6 +98,28 @@ def scale_parser() -> MagicArgumentParser:
 _SCALE_PARSER = scale_parser()
 
 
+def sweep_parser() -> MagicArgumentParser:
+    """``%lanesweep``'s parser: %lanetrain's flags (a range or a list is searched), the sweep's,
+    and ``--attach``/``--stop`` for a sweep that already runs."""
+    from lanenb.commands.sweep_args import add_sweep_arguments
+
+    parser = MagicArgumentParser(
+        prog="%lanesweep",
+        description=("Search flags over many runs, stopping the losers early (Optuna): %lanetrain's flags, where "
+                     "a range a..b[:int][:log] or a list a,b,c is searched. s = %lanesweep --data DATA --epochs 6 "
+                     "--lr 1e-3..1e-1:log --batch-size 4,8 --trials 12 --parallel 2. Returns the Sweep; the "
+                     "driver runs detached (s.trials(), s.best, s.stop(); %lanesweep --attach NAME later)."),
+    )
+    add_sweep_arguments(parser)
+    parser.add_argument("--wait", action="store_true", help="keep the trials table updating until the sweep ends")
+    parser.add_argument("--attach", metavar="SWEEP", help="show (and with --wait follow) a sweep that exists")
+    parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep and cancel its running trials")
+    return parser
+
+
+_SWEEP_PARSER = sweep_parser()
+
+
 def _user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     """``UserError`` (and YAML errors) -> one-line ``UsageError``; bugs keep their traceback."""
 
@@ -208,6 +230,31 @@ class LaneMagics(Magics):
         # returned, not displayed here: `report = %lanescale ...` keeps it, a bare magic shows it once
         return measure(spec, counts, steps=ns.steps, warmup=ns.warmup, mode=ns.mode, frames=ns.frames,
                        name=ns.name)
+
+    @line_magic
+    @_user_errors
+    def lanesweep(self, line: str) -> Any:
+        """See ``%lanesweep?`` (the flags); returns the ``Sweep``."""
+        from IPython.display import display
+
+        from lanenb.commands.sweep_args import sweep_from_args
+        from lanenb.sweeps import attach
+
+        ns = _SWEEP_PARSER.parse_args(arg_split(line, posix=True))
+        if ns.stop:
+            s = attach(ns.stop)
+            print(f"sweep {s.name}: {s.stop()}")
+            return s
+        s = attach(ns.attach) if ns.attach else sweep_from_args(ns, _SWEEP_PARSER)
+        handle = display(s.table(), display_id=True)
+        if ns.wait:
+            try:
+                while s.state in ("running", "stopping"):
+                    s.wait(timeout=2.0, poll=0.5)
+                    handle.update(s.table())
+            except KeyboardInterrupt:
+                print(f"stopped following; sweep {s.name} keeps running (%lanesweep --stop {s.name} stops it)")
+        return s
 
     @line_magic
     @magic_arguments()
@@ -365,6 +412,7 @@ _SNAP_PARSER = snap_parser()
 LaneMagics.lanesnap.__doc__ = _SNAP_PARSER.format_help()
 LaneMagics.lanetrain.__doc__ = _PARSER.format_help()
 LaneMagics.lanescale.__doc__ = _SCALE_PARSER.format_help()
+LaneMagics.lanesweep.__doc__ = _SWEEP_PARSER.format_help()
 LaneMagics.lanemlflow.__doc__ = _MLFLOW_PARSER.format_help()
 
 
