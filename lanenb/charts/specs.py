@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["SCHEMA", "PANELS", "REPORT_MIME", "panel", "run_panels", "with_values", "datasets", "concat", "to_png",
-           "STEP_COLOURS", "scaling_chart", "compare_chart"]
+           "STEP_COLOURS", "scaling_chart", "compare_chart", "sweep_chart"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
@@ -355,6 +355,64 @@ def compare_chart(runs: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str
                     "data": {"values": [{"t": "no validation in these runs"}]},
                     "mark": {"type": "text", "fontSize": 11, "color": "#888"}, "encoding": {"text": {"field": "t"}}}
     return _report([loss_part, acc_part], "runs compared", shared_colour=True)
+
+
+def sweep_chart(trials: Sequence[Mapping[str, Any]], curves: Mapping[int, Mapping[int, float]], objective: str,
+                maximize: bool, params: Sequence[tuple[str, bool]]) -> dict[str, Any]:
+    """A sweep's chart, values inline: every trial's objective per epoch overlaid (pruned trials
+    dashed), the best-so-far curve over the trials, and the objective against each searched
+    parameter (up to three; log axes where the space is searched on a log scale).
+
+    Args:
+        trials: ``TrialRow.to_dict()`` rows.
+        curves: per trial number, ``{epoch: value}``.
+        objective: its label (``val.accuracy``).
+        maximize: the direction, for the best-so-far curve.
+        params: ``(name, log scale)`` of each searched parameter.
+    """
+    state = {t["number"]: t["state"] for t in trials}
+    points = [{"trial": str(n), "epoch": e, "value": v, "pruned": state.get(n) == "pruned"}
+              for n, per_epoch in curves.items() for e, v in sorted(per_epoch.items())]
+    best, running = [], None
+    for t in sorted(trials, key=lambda t: t["number"]):
+        if t["state"] == "complete" and t["value"] is not None:
+            better = running is None or (t["value"] > running if maximize else t["value"] < running)
+            running = t["value"] if better else running
+        best.append({"trial": t["number"], "best": running, "value": t["value"], "state": t["state"]})
+    y = _q("value", objective, scale={"zero": False})
+    curves_part = {"title": {"text": "each trial", "subtitle": f"{objective} per epoch; dashed: pruned"},
+                   "width": 300, "height": 190, "data": {"values": points},
+                   "mark": {"type": "line", "point": True, "strokeWidth": 1.4},
+                   "encoding": {"x": _q("epoch", "epoch", axis={"tickMinStep": 1, "format": "d"}), "y": y,
+                                "color": {"field": "trial", "type": "nominal", "title": "trial"},
+                                "strokeDash": {"field": "pruned", "type": "nominal", "legend": None,
+                                               "scale": {"domain": [False, True], "range": [[1, 0], [4, 3]]}},
+                                "tooltip": [{"field": "trial", "title": "trial"}, _q("epoch", "epoch", format="d"),
+                                            _q("value", objective, format=".4f")]}}
+    best_part = {"title": {"text": "best so far", "subtitle": "line: best finished trial; points: every trial"},
+                 "width": 220, "height": 190, "data": {"values": best}, "layer": [
+                     {"mark": {"type": "line", "interpolate": "step-after", "color": "#2ca02c"},
+                      "encoding": {"x": _q("trial", "trial", axis={"tickMinStep": 1, "format": "d"}),
+                                   "y": _q("best", objective, scale={"zero": False})}},
+                     {"mark": {"type": "point", "filled": True, "size": 50},
+                      "encoding": {"x": _q("trial", "trial"), "y": _q("value", objective),
+                                   "color": {"field": "state", "type": "nominal", "title": None},
+                                   "tooltip": [_q("trial", "trial", format="d"), {"field": "state"},
+                                               _q("value", objective, format=".4f")]}}]}
+    parts = [curves_part, best_part]
+    for name, log in list(params)[:3]:
+        values = [{"x": t["params"].get(name), "value": t["value"], "state": t["state"], "trial": t["number"]}
+                  for t in trials if t["value"] is not None and t["params"].get(name) is not None]
+        numeric = all(isinstance(v["x"], (int, float)) and not isinstance(v["x"], bool) for v in values)
+        x = (_q("x", name, scale={"type": "log"} if log else {"zero": False}) if numeric
+             else {"field": "x", "type": "nominal", "title": name, "axis": {"labelAngle": 0}})
+        parts.append({"title": {"text": f"{objective} vs {name}"}, "width": 160, "height": 190,
+                      "data": {"values": values}, "mark": {"type": "point", "filled": True, "size": 50},
+                      "encoding": {"x": x, "y": _q("value", objective, scale={"zero": False}),
+                                   "color": {"field": "state", "type": "nominal", "title": None},
+                                   "tooltip": [_q("trial", "trial", format="d"), {"field": "x", "title": name},
+                                               _q("value", objective, format=".4f")]}})
+    return _report(parts, "sweep")
 
 
 def to_png(spec: Mapping[str, Any], scale: float = 1.0, timeout: float = 120.0) -> bytes:

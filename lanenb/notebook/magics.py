@@ -246,14 +246,19 @@ class LaneMagics(Magics):
             print(f"sweep {s.name}: {s.stop()}")
             return s
         s = attach(ns.attach) if ns.attach else sweep_from_args(ns, _SWEEP_PARSER)
-        handle = display(s.table(), display_id=True)
-        if ns.wait:
-            try:
-                while s.state in ("running", "stopping"):
-                    s.wait(timeout=2.0, poll=0.5)
-                    handle.update(s.table())
-            except KeyboardInterrupt:
-                print(f"stopped following; sweep {s.name} keeps running (%lanesweep --stop {s.name} stops it)")
+        if not ns.wait:
+            display(s.report())
+            return s
+        handle = display(s.table(), display_id=True)  # the table updates; the chart comes at the end
+        try:
+            while s.state in ("running", "stopping"):
+                s.wait(timeout=2.0, poll=0.5)
+                handle.update(s.table())
+        except KeyboardInterrupt:
+            print(f"stopped following; sweep {s.name} keeps running (%lanesweep --stop {s.name} stops it)")
+            return s
+        handle.update(Table([], [], empty=f"sweep {s.name}: {s.state}"))
+        display(s.report())
         return s
 
     @line_magic

@@ -197,6 +197,12 @@ class Sweep:
         return Table(["trial", "state", *names, self.objective.label, "epochs", "job", "why"], body, title=title,
                      note="* the best finished trial" if best is not None else "", empty="(no trial yet)")
 
+    def report(self) -> Any:
+        """The trials table with the sweep's chart (``SweepReport``): what ``%lanesweep`` shows."""
+        from lanenb.sweeps.report import SweepReport
+
+        return SweepReport(self)
+
     def log(self) -> str:
         """The driver's own log (trials started, pruned, finished)."""
         path = sweeps_dir() / f"{self.name}.log"

@@ -51,6 +51,15 @@ def test_a_sweep_runs_trials_as_jobs_and_prunes_the_loser(sweep_data):
     again = attach("lr-search")  # another kernel's view: the same study
     assert [r.to_dict() for r in again.trials()] == [r.to_dict() for r in rows]
     assert s.curves()[0].keys() == {1, 2, 3}  # every epoch's validation result, as it arrived
+    report = s.report()
+    chart = report.chart()
+    titles = [part["title"]["text"] for part in chart["hconcat"]]
+    assert titles == ["each trial", "best so far", "val.accuracy vs lr"]
+    curve_points = chart["hconcat"][0]["data"]["values"]
+    assert {p["trial"] for p in curve_points if p["pruned"]} == {"2"}  # drawn dashed
+    best_line = [p["best"] for p in chart["hconcat"][1]["data"]["values"]]
+    assert best_line[-1] == best["value"]
+    assert report.png().startswith(b"\x89PNG") and report.table().chart  # headless and interactive
 
 
 def test_a_driver_killed_minus_9_continues_without_rerunning_a_trial(sweep_data):
