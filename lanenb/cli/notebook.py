@@ -19,7 +19,8 @@ import yaml
 from lanenb.cli import describe
 
 NOTEBOOKS = {"quickstart": "01-quickstart.ipynb", "kubernetes": "02-kubernetes.ipynb",
-             "from-runai": "03-from-runai.ipynb", "scaling": "04-scaling.ipynb"}
+             "from-runai": "03-from-runai.ipynb", "scaling": "04-scaling.ipynb",
+             "sweep": "05-sweep.ipynb"}
 
 
 def notebooks_dir() -> Path:

@@ -134,3 +134,17 @@ def test_scaling_notebook_measures_and_compares(tmp_path):
     compare = outputs(nb, "%lanecompare")
     assert "settings that differ (processes)" in text_of(compare) and pngs(compare)
     assert any("application/vnd.vegalite.v5+json" in o.get("data", {}) for o in compare)
+
+
+def test_sweep_notebook_searches_prunes_and_compares(tmp_path):
+    nb = execute("05-sweep.ipynb", tmp_path, frames=60, trials=4, epochs=3)
+    sweep = outputs(nb, "%lanesweep")
+    assert pngs(sweep) and pngs(sweep)[0].startswith(PNG)  # the sweep chart, for headless viewers
+    assert any("application/vnd.vegalite.v5+json" in o.get("data", {}) for o in sweep)
+    assert "finished, 4/4 trial(s), tpe + median, maximize val.accuracy" in text_of(sweep)
+    best = text_of(outputs(nb, "best = s.best"))
+    assert best.startswith("best: trial ") and "val.accuracy 0." in best and "'lr': " in best
+    states = best.split("trials: ", 1)[1].strip().split(", ")
+    assert len(states) == 4 and all(s.split(" ")[1] in ("complete", "pruned") for s in states)
+    compare = outputs(nb, "%lanecompare")
+    assert pngs(compare) and "settings that differ" in text_of(compare)
