@@ -197,6 +197,48 @@ class Sweep:
         return Table(["trial", "state", *names, self.objective.label, "epochs", "job", "why"], body, title=title,
                      note="* the best finished trial" if best is not None else "", empty="(no trial yet)")
 
+    def retrain(self, *, processes: int | None = None, batch_size: int | None = None, rule: str = "linear",
+                epochs: int | None = None, name: str | None = None, use_val: bool = False) -> Any:
+        """Train the best trial's parameters again as a new job, by default on train + validation.
+
+        Args:
+            processes, batch_size: another size than the sweep's (another number of GPUs, a
+                batch that fills them); the learning rate follows ``rule``.
+            rule: ``linear`` (default) or ``sqrt``: how the rate follows the global batch
+                (``lanenb.sweeps.scaling_rule``).
+            epochs: default the sweep's.
+            name: the job's name (default ``<sweep>-best``).
+            use_val: False (default): no validation split is held out of the training labels, so
+                the frames the sweep chose on train too (a dataset's own ``val_label.json`` stays
+                out); True: hold it out as the trials did.
+
+        Returns:
+            The new ``Job``, started.
+
+        Raises:
+            UserError: no finished trial yet, a bad size or rule, or a job of that name exists.
+        """
+        from lanenb.jobs import submit
+        from lanenb.sweeps.params import apply_params
+        from lanenb.sweeps.scaling_rule import scaled_lr
+
+        best = self.best
+        if best is None:
+            raise UserError(f"sweep {self.name} has no finished trial yet: nothing to retrain")
+        base = TrainSpec.from_dict(self.settings.base)
+        params = dict(best["params"])
+        old_bs, old_np = int(params.get("batch_size", base.batch_size)), int(params.get("processes", base.processes))
+        new_bs, new_np = batch_size or old_bs, processes or old_np
+        if "lr" in params or (new_bs, new_np) != (old_bs, old_np):
+            lr = float(params.get("lr", _trainer_lr(base)))
+            params["lr"] = scaled_lr(lr, batch_size=old_bs, processes=old_np, new_batch_size=new_bs,
+                                     new_processes=new_np, rule=rule)
+        params.update(batch_size=new_bs, processes=new_np)
+        if epochs is not None:
+            params["epochs"] = epochs
+        spec = apply_params(base.replace(use_val=use_val), params, name=name or f"{self.name}-best")
+        return submit(spec)
+
     def report(self) -> Any:
         """The trials table with the sweep's chart (``SweepReport``): what ``%lanesweep`` shows."""
         from lanenb.sweeps.report import SweepReport
@@ -207,6 +249,16 @@ class Sweep:
         """The driver's own log (trials started, pruned, finished)."""
         path = sweeps_dir() / f"{self.name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _trainer_lr(spec: TrainSpec) -> float:
+    """The ``--lr`` the base job gives its ranks (its last ``--lr`` in ``extra_args``), else the
+    trainer's default."""
+    from lanenb_trainer.config import TrainConfig
+
+    args = list(spec.extra_args)
+    found = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--lr"]
+    return float(found[-1]) if found else TrainConfig().lr
 
 
 def _fmt(value: Any) -> str:

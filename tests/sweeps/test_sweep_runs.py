@@ -60,6 +60,11 @@ def test_a_sweep_runs_trials_as_jobs_and_prunes_the_loser(sweep_data):
     best_line = [p["best"] for p in chart["hconcat"][1]["data"]["values"]]
     assert best_line[-1] == best["value"]
     assert report.png().startswith(b"\x89PNG") and report.table().chart  # headless and interactive
+    # the winner again, on train + validation, at twice the batch: the rate follows (linear rule)
+    again_job = s.retrain(batch_size=8)
+    assert again_job.name == "lr-search-best" and again_job.spec.batch_size == 8 and not again_job.spec.use_val
+    assert again_job.spec.extra_args[-2:] == ["--lr", str(2 * best["params"]["lr"])]
+    assert again_job.wait(timeout=300).state is JobState.SUCCEEDED
 
 
 def test_a_driver_killed_minus_9_continues_without_rerunning_a_trial(sweep_data):

@@ -77,3 +77,19 @@ def test_a_sweep_refuses_before_it_starts(tmp_path):
     assert made.state == "created" and made.trials() == []  # made, never started
     with pytest.raises(UserError, match="a sweep named 'once' exists"):
         sweep(spec, {"lr": "1e-3..1e-1"}, name="once", start=False)
+
+
+def test_the_learning_rate_follows_the_global_batch_by_the_rule():
+    from lanenb.sweeps.scaling_rule import scaled_lr
+
+    same = dict(batch_size=4, processes=2)
+    # linear: twice the per-rank batch, twice the rate
+    assert scaled_lr(0.01, **same, new_batch_size=8, new_processes=2) == pytest.approx(0.02)
+    # more ranks: the trainer already multiplies --lr by the world size, so linear keeps --lr
+    assert scaled_lr(0.01, **same, new_batch_size=4, new_processes=8) == pytest.approx(0.01)
+    # sqrt: 4x the global batch, 2x the effective rate, spread over 4x the ranks
+    assert scaled_lr(0.01, **same, new_batch_size=4, new_processes=8, rule="sqrt") == pytest.approx(0.005)
+    with pytest.raises(UserError, match="rule 'cubic' is not one of linear, sqrt"):
+        scaled_lr(0.01, **same, new_batch_size=4, new_processes=2, rule="cubic")
+    with pytest.raises(UserError, match="new processes=0"):
+        scaled_lr(0.01, **same, new_batch_size=4, new_processes=0)
