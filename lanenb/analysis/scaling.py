@@ -26,7 +26,7 @@ from lanenb.analysis.charted import ChartedReport
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.runstate import RunState, format_duration
 from lanenb.contract.spec import SpecError
-from lanenb.home import lanenb_home
+from lanenb.home import lanenb_home, make_private_dir
 from lanenb.jobs import Job, TrainSpec, get_job, submit
 from lanenb.tables import Table
 from lanenb_trainer.errors import UserError
@@ -191,7 +191,7 @@ class ScalingReport(ChartedReport):
         """Record the report under ``$LANENB_HOME/scaling/<name>.json`` and beside each run."""
         from lanenb_trainer.atomic import write_json
 
-        path = lanenb_home() / "scaling" / f"{name}.json"
+        path = make_private_dir(lanenb_home() / "scaling") / f"{name}.json"
         write_json(path, self.to_dict())
         for p in self.points:
             try:

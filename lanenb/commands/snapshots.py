@@ -9,9 +9,10 @@ registry's links (which job made it, and its accuracy).
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, TypeVar
 
-from lanenb.snapshots.base import Snapshot, fmt_size
+from lanenb.snapshots.base import Snapshot, SnapshotInputError, fmt_size
 from lanenb.tables import Table
 
 __all__ = ["add_snap_arguments", "run_snap", "versions_table", "job_of"]
@@ -48,6 +49,9 @@ def add_snap_arguments(parser: _Parser) -> _Parser:
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--processes", "-np", type=int, default=None)
+    p.add_argument("--secret", "-e", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="a secret env variable of the run, given again (the registry keeps no secret value); "
+                        "NAME alone takes it from this shell's environment, which keeps it out of the process list")
     p = sub.add_parser("delete", help="delete one snapshot")
     p.add_argument("id")
     p = sub.add_parser("verify", help="check that a snapshot can be restored")
@@ -129,7 +133,7 @@ def run_snap(args: argparse.Namespace, *, progress: bool = True) -> Any:
 
         overrides = {k: v for k, v in (("name", args.name), ("epochs", args.epochs), ("max_steps", args.max_steps),
                                        ("processes", args.processes)) if v is not None}
-        job = retrain(args.id, args.to, backend=store, **overrides)
+        job = retrain(args.id, args.to, backend=store, secrets=_secrets(args.secret), **overrides)
         return f"retraining from {args.id} on {args.to}: job {job.name} submitted"
     if args.action == "delete":
         store.delete(args.id)
@@ -140,3 +144,21 @@ def run_snap(args: argparse.Namespace, *, progress: bool = True) -> Any:
     if args.action == "create":
         return f"created {store.create(args.volume, _labels(args.label), name=args.name, progress=progress)}"
     raise AssertionError(args.action)
+
+
+def _secrets(items: list[str]) -> dict[str, str]:
+    """``-e NAME=VALUE`` / ``-e NAME`` (from the environment) as ``{NAME: VALUE}``.
+
+    Raises:
+        SnapshotInputError: ``NAME`` alone that the environment does not hold.
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            if name not in os.environ:
+                raise SnapshotInputError(f"-e {name}: no variable {name!r} in this environment; export it first "
+                                         f"or pass -e {name}=VALUE")
+            value = os.environ[name]
+        out[name] = value
+    return out

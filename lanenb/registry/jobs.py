@@ -13,7 +13,8 @@ Two rules hold for every writer:
 * **Private and secret-free.** ``LANENB_HOME`` and the database are created readable by their
   owner only (0700 / 0600), and a spec's secret-looking ``env`` values are stored as
   ``<redacted>`` (``lanenb.contract.redact``): the ranks get the real values from the submitting
-  process, never from here.
+  process, never from here; only keyed fingerprints of the values are kept (``$LANENB_HOME/secrets``),
+  so that any reader can redact them from logs.
 
 A team's load (README, "A team's load"): lists are ordered and cut by SQLite on an index, so
 20 rows of 2,000 cost what 20 rows of 20 do; finished jobs leave the registry only when a person
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lanenb.contract.redact import redact_spec
+from lanenb.contract.redact import redact_spec, remember_secrets
 from lanenb.contract.status import JobState
 from lanenb.home import lanenb_home, make_private_dir
 from lanenb.registry.filesystem import Mount, is_network_fs, mount_of
@@ -381,7 +382,10 @@ class JobRegistry:
     # ---------------------------------------------------------------- writes
     def add(self, name: str, backend: str, spec: dict[str, Any], run_dir: str | None,
             state: str = "pending") -> JobRecord:
+        """Record a new job. Its spec is stored redacted; its secret values are fingerprinted
+        under ``$LANENB_HOME/secrets`` first, so every reader can still redact them from logs."""
         now = time.time()
+        remember_secrets(spec)
         try:
             with self._write() as conn:
                 conn.execute(

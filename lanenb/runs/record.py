@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lanenb.analysis.headline import BEST, LAST, Headline, choose, figure, from_metrics
-from lanenb.contract.redact import redact_spec
+from lanenb.contract.redact import redact_spec, redact_text
 from lanenb.jobs import Job
 from lanenb_trainer.events import PREFIX, Event, parse_line
 
@@ -67,7 +67,9 @@ class RunRecord:
 
 
 def _param(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    """A param's text, secrets redacted: a URL with userinfo or a token in the trainer's config
+    (``config.json``) would otherwise be uploaded to the tracking server in clear."""
+    return redact_text(value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str))
 
 
 def _points(prefix: str, ev: Event, names: Iterable[str]) -> Iterator[Metric]:
@@ -160,7 +162,7 @@ def run_record(job: Job) -> RunRecord:
     if job.run_dir:
         rec.tags["lanenb.run_dir"] = job.run_dir
     if status.reason:
-        rec.tags["lanenb.reason"] = status.reason[:5000]
+        rec.tags["lanenb.reason"] = redact_text(status.reason)[:5000]
 
     if local and run_dir is not None:
         for name in ("config.json", "metrics.json"):

@@ -25,17 +25,20 @@ from lanenb.home import lanenb_home
 from lanenb.jobs import JobRegistry, get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
-__all__ = ["ConfirmationError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
-           "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot", "MAX_LINES", "FEEDS"]
+__all__ = ["ConfirmationError", "HiddenTargetError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
+           "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot", "MAX_LINES", "MAX_LIST_LIMIT",
+           "FEEDS"]
 
 _TAIL_LINES = 400         # log lines read per job for the jobs list (``tail_state``)
 
 FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by every client
 LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sidebars ask
+MAX_LIST_LIMIT = 500  # the most rows one jobs list reads (each unfinished row reads a log tail)
+LIST_KEPT = 8  # list readings kept (by home and limit), least recently read dropped with their stamps
 _LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
 _LIST_LOCK = threading.Lock()
 _LIST_DONE = threading.Condition(_LIST_LOCK)  # a reading finished
-_LIST_STAMPS: dict[tuple[str, int], tuple[int, float]] = {}  # the registry's stamp of each reading
+_LIST_STAMPS: dict[tuple[str, int], tuple[int, float]] = {}  # the registry's stamp of each kept reading
 _LIST_BUSY: set[tuple[str, int]] = set()  # lists being read now (others get the previous reading meanwhile)
 FINAL_STATES_KEPT = 1024  # reduced states of finished jobs kept for the list (they never change)
 _FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = collections.OrderedDict()
@@ -43,6 +46,11 @@ _FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = col
 
 class ConfirmationError(UserError, ValueError):
     """A stop request whose ``confirm`` field does not repeat the job's name."""
+
+
+class HiddenTargetError(UserError, PermissionError):
+    """A restore into a hidden path (``.ipython/...``) on a server that does not allow hidden
+    files: a restored ``profile_default/startup`` would run as code in every new kernel."""
 
 
 # ---------------------------------------------------------------------------- jobs
@@ -79,8 +87,8 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
     sidebar of the server, and after the first time beside the requests (a thread): a request
     gets the latest reading at once, never a queue behind a reading. A job added, removed or
     changing state (the registry's ``stamp``) is read at once, not a second later."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise UserError(f"limit={limit!r}: must be an integer >= 1")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise UserError(f"limit={limit!r}: must be an integer from 1 to {MAX_LIST_LIMIT}")
     key = (str(lanenb_home()), limit)
     stamp = JobRegistry().stamp()  # a job added, removed or changing state: read the list now
     with _LIST_LOCK:  # every tab's sidebar asks every few seconds: one reading per LIST_TTL_S for all
@@ -107,10 +115,13 @@ def _read_list(key: tuple[str, int], limit: int, stamp: tuple[int, float] | None
         jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
         rows = [_summary(job) for job in jobs]
         with _LIST_LOCK:
+            _LIST_CACHE.pop(key, None)  # re-inserted last: the first key is the least recently read
             _LIST_CACHE[key] = (time.monotonic(), rows)
             _LIST_STAMPS[key] = stamp
-            while len(_LIST_CACHE) > 8:
+            while len(_LIST_CACHE) > LIST_KEPT:
                 _LIST_CACHE.pop(next(iter(_LIST_CACHE)))
+            for gone in [k for k in _LIST_STAMPS if k not in _LIST_CACHE]:  # a stamp lives as long as its reading
+                del _LIST_STAMPS[gone]
         return rows
     finally:
         with _LIST_LOCK:
@@ -148,6 +159,7 @@ def stop_job(name: str, confirm: Any) -> dict[str, Any]:
     status = job.cancel().to_dict()
     with _LIST_LOCK:
         _LIST_CACHE.clear()  # the next list shows the stop at once
+        _LIST_STAMPS.clear()
     return {"name": name, "status": status}
 
 
@@ -189,9 +201,21 @@ def job_metrics(name: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- snapshots
-def _store(backend: str, namespace: str | None) -> Any:
+_NAMESPACED_STORES = ("kubernetes", "csi")  # the stores that take ``namespace``
+
+
+def _store(backend: Any, namespace: Any) -> Any:
+    """The snapshot store a request names; the request's own mistakes are ``UserError``s that
+    name the parameter (a ``namespace`` for the local store was a TypeError, a 500)."""
     from lanenb.snapshots import get_store
 
+    if not isinstance(backend, str) or not backend:
+        raise UserError(f"backend={backend!r}: must be the name of a snapshot store (local, kubernetes)")
+    if namespace is not None and not isinstance(namespace, str):
+        raise UserError(f"namespace={namespace!r}: must be a Kubernetes namespace name")
+    if namespace and backend not in _NAMESPACED_STORES:
+        raise UserError(f"namespace={namespace!r}: the {backend!r} snapshot store has no namespaces "
+                        f"(only backend=kubernetes takes one)")
     return get_store(backend, **({"namespace": namespace} if namespace else {}))
 
 
@@ -226,8 +250,10 @@ def diff_snapshots(a: str, b: str, backend: str = "local", namespace: str | None
             "changes": [vars(c) for c in result.changes]}
 
 
-def _local_target(new_volume: Any, root_dir: str | os.PathLike) -> str:
-    """A restore target inside the server's root directory (as Jupyter's file browser sees it)."""
+def _local_target(new_volume: Any, root_dir: str | os.PathLike, allow_hidden: bool) -> str:
+    """A restore target inside the server's root directory (as Jupyter's file browser sees it),
+    and outside hidden folders unless the server allows hidden files, as its contents API does.
+    The check is on the resolved path, so a visible link to a hidden folder is refused too."""
     if not isinstance(new_volume, str) or not new_volume.strip():
         raise UserError(f"new_volume={new_volume!r}: give the name of a new directory")
     root = Path(root_dir).expanduser().resolve()
@@ -235,23 +261,33 @@ def _local_target(new_volume: Any, root_dir: str | os.PathLike) -> str:
     if target == root or root not in target.parents:
         raise UserError(f"new_volume={new_volume!r}: must be a new directory inside the server's root "
                         f"directory {str(root)!r}")
+    hidden = [part for part in target.relative_to(root).parts if part.startswith(".")]
+    if hidden and not allow_hidden:
+        raise HiddenTargetError(f"new_volume={new_volume!r}: {str(target.relative_to(root))!r} is a hidden path "
+                                f"({hidden[0]!r}) and this server does not allow hidden files "
+                                f"(ContentsManager.allow_hidden is False); choose a name without a leading '.'")
     return str(target)
 
 
-def restore_snapshot(id: str, new_volume: Any, *, root_dir: str | os.PathLike, backend: str = "local",
-                     namespace: str | None = None) -> dict[str, Any]:
+def restore_snapshot(id: str, new_volume: Any, *, root_dir: str | os.PathLike, allow_hidden: bool = False,
+                     backend: str = "local", namespace: str | None = None) -> dict[str, Any]:
     """Restore snapshot ``id`` into ``new_volume``, which must not exist (never overwrites).
 
     Locally ``new_volume`` is a directory relative to the server's root directory; on
     Kubernetes it is the new PVC's name.
 
+    Args:
+        allow_hidden: the server's ``ContentsManager.allow_hidden``: whether a local target may
+            be or lie under a hidden folder (``.ipython/profile_default/startup``).
+
     Raises:
         TargetExistsError: ``new_volume`` exists; nothing was changed.
         SnapshotNotFoundError: ``id`` is unknown.
+        HiddenTargetError: a hidden local target while ``allow_hidden`` is False.
         UserError: ``new_volume`` is empty or leaves the root directory.
     """
     if backend == "local":
-        target = _local_target(new_volume, root_dir)
+        target = _local_target(new_volume, root_dir, allow_hidden)
     elif not isinstance(new_volume, str) or not new_volume.strip():
         raise UserError(f"new_volume={new_volume!r}: give the name of a new PVC")
     else:

@@ -1,11 +1,18 @@
 """Tornado handlers of the lanenb server extension: each is a few lines over ``api.py``.
 
 Every verb is ``@tornado.web.authenticated`` (Jupyter's token/cookie auth; POSTs also pass
-Jupyter's XSRF check), every URL sits under the server's ``base_url`` (``/user/<name>/``
-behind JupyterHub), and every blocking call runs in the IOLoop's executor so SQLite, log
-files, restic and Kubernetes never stall the server. Mistakes come back as a 4xx JSON
-``{"message": ...}``: ``UserError`` 400, an unknown job or snapshot 404, an existing restore
-target 409.
+Jupyter's XSRF check) and ``@authorized`` on resource ``"lanenb"`` with jupyter_server's
+action for its HTTP method (GET "read", POST "write"), so a server's ``Authorizer`` (JupyterHub's
+read-only sharing, a custom one) decides who may look and who may stop or restore; a restore
+also needs "write" on ``"contents"``, because it creates files in the server's file browser.
+Every URL sits under the server's ``base_url`` (``/user/<name>/`` behind JupyterHub).
+
+Every blocking call runs on lanenb's own bounded thread pool (``EXECUTOR_THREADS``), never the
+IOLoop's default executor: a restic restore or a list reading waiting for another one must not
+take the threads Jupyter's own handlers share. A long poll stops polling when its client goes.
+Mistakes come back as a 4xx JSON ``{"message": ...}`` naming the parameter and value:
+``UserError`` 400, an unknown job or snapshot 404, an existing restore target 409, a user the
+authorizer refuses 403.
 """
 
 from __future__ import annotations
@@ -13,11 +20,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado.ioloop import IOLoop
@@ -26,10 +36,26 @@ import lanenb.server.api as api
 from lanenb.errors import UserError
 from lanenb.jobs import JobNotFoundError
 
-__all__ = ["setup_handlers", "NAMESPACE"]
+__all__ = ["setup_handlers", "NAMESPACE", "AUTH_RESOURCE", "EXECUTOR_THREADS"]
 
 NAMESPACE = "lanenb"
+AUTH_RESOURCE = "lanenb"  # the resource an Authorizer is asked about (as "kernels", "contents", "lsp")
 MAX_WAIT_S = 25.0  # longest long-poll: below common proxy idle timeouts (30-60 s)
+POLL_S = 0.5       # a long poll asks the job's shared feed this often (the feed reads at most per tick)
+EXECUTOR_THREADS = 8  # lanenb's blocking calls at once; more queue here, never on Jupyter's own pool
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """lanenb's thread pool, made on first use: one per server process, like the feeds it serves
+    (``api.FEEDS``). Bounded, so a flood of slow requests queues instead of spawning threads."""
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = ThreadPoolExecutor(EXECUTOR_THREADS, thread_name_prefix="lanenb-server")
+        return _EXECUTOR
 
 
 def _http_status(exc: UserError) -> int:
@@ -43,12 +69,30 @@ def _http_status(exc: UserError) -> int:
 
 
 class _Base(APIHandler):
+    auth_resource = AUTH_RESOURCE  # what ``@authorized`` asks the server's Authorizer about
+
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` in the executor; a ``UserError`` becomes a 4xx."""
+        """``fn(*args, **kwargs)`` on lanenb's thread pool; a ``UserError`` becomes a 4xx."""
         try:
-            return await IOLoop.current().run_in_executor(None, functools.partial(fn, *args, **kwargs))
+            return await IOLoop.current().run_in_executor(_executor(), functools.partial(fn, *args, **kwargs))
         except UserError as exc:
             raise tornado.web.HTTPError(_http_status(exc), str(exc), reason=type(exc).__name__) from exc
+
+    _gone: asyncio.Event | None = None  # set when the client closes its connection
+
+    def on_connection_close(self) -> None:
+        super().on_connection_close()
+        self._gone = self._gone or asyncio.Event()
+        self._gone.set()
+
+    async def client_left(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds; True as soon as the client has closed its connection."""
+        self._gone = self._gone or asyncio.Event()
+        try:
+            await asyncio.wait_for(self._gone.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
 
     def reply(self, data: Any) -> None:
         self.set_header("Content-Type", "application/json")
@@ -75,18 +119,21 @@ class _Base(APIHandler):
 
 class JobsHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def get(self) -> None:
         self.reply({"jobs": await self.call(api.list_job_summaries, self.int_arg("limit", 50))})
 
 
 class JobHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def get(self, name: str) -> None:
         self.reply(await self.call(api.job_detail, name))
 
 
 class StopHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def post(self, name: str) -> None:
         body = self.json_body()
         self.reply(await self.call(api.stop_job, name, body.get("confirm")))
@@ -98,9 +145,11 @@ class UpdatesHandler(_Base):
     after ``S`` seconds, or once the job is final). Resume with the returned ``cursor``.
     ``tail=N`` without a cursor starts at the live end (the last ``N`` lines); ``state=1`` adds
     the job's reduced state (the charts' series). Served from the job's shared feed, so many
-    tabs on one job cost one log read per tick."""
+    tabs on one job cost one log read per tick. A client that goes (a closed tab) ends its poll
+    at once (``on_connection_close``), not after ``wait`` seconds more of polling."""
 
     @tornado.web.authenticated
+    @authorized
     async def get(self, name: str) -> None:
         cursor = self.get_query_argument("cursor", None)
         max_lines = self.int_arg("max_lines", api.MAX_LINES)
@@ -119,7 +168,8 @@ class UpdatesHandler(_Base):
             if batch["updates"] or batch["final"] or time.monotonic() >= deadline:
                 break
             cursor, tail = batch["cursor"], None  # a tail request goes on waiting at the live end
-            await asyncio.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+            if await self.client_left(min(POLL_S, max(0.0, deadline - time.monotonic()))):
+                return  # nobody to answer: stop asking the feed (tornado drops the reply)
         if state:  # from the same shared feed, after the wait: the charts of this very moment
             batch["state"] = await self.call(api.job_metrics, name)
         self.reply(batch)
@@ -127,6 +177,7 @@ class UpdatesHandler(_Base):
 
 class MetricsHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def get(self, name: str) -> None:
         self.reply(await self.call(api.job_metrics, name))
 
@@ -138,6 +189,7 @@ def _store_args(handler: _Base) -> dict[str, Any]:
 
 class SnapshotsHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def get(self) -> None:
         snaps = await self.call(api.list_snapshots, self.get_query_argument("volume", None),
                                 self.get_query_argument("job", None), **_store_args(self))
@@ -146,17 +198,25 @@ class SnapshotsHandler(_Base):
 
 class SnapshotDiffHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def get(self) -> None:
         self.reply(await self.call(api.diff_snapshots, self.get_query_argument("a", ""),
                                    self.get_query_argument("b", ""), **_store_args(self)))
 
 
 class RestoreHandler(_Base):
+    """``POST .../snapshots/<id>/restore {"new_volume"}``: write on ``lanenb`` and on ``contents``
+    (the restore creates files the file browser shows), into no hidden path unless the server
+    allows hidden files (``ContentsManager.allow_hidden``, as Jupyter's own contents API)."""
+
     @tornado.web.authenticated
+    @authorized
+    @authorized(action="write", resource="contents")
     async def post(self, id: str) -> None:
         body = self.json_body()
         root_dir = self.settings.get("server_root_dir") or "."
         self.reply(await self.call(api.restore_snapshot, id, body.get("new_volume"), root_dir=root_dir,
+                                   allow_hidden=bool(self.contents_manager.allow_hidden),
                                    backend=body.get("backend", "local"), namespace=body.get("namespace")))
 
 

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lanenb.home import make_private_dir
 from lanenb.snapshots.base import (
     FileChange,
     FileEntry,
@@ -119,7 +120,7 @@ class ResticStore(SnapshotStore):
 
     @contextmanager
     def _flock(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.root)  # holds the repository password: 0700, and so is $LANENB_HOME
         with open(self.root / ".init.lock", "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
@@ -185,7 +186,7 @@ class ResticStore(SnapshotStore):
             pass
         stats = json.loads(self._run(["stats", "--json", full_id]))
         meta = {"size": stats.get("total_size")}
-        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.meta_dir)
         write_json(path, meta, indent=None)
         return meta
 
@@ -272,7 +273,7 @@ class ResticStore(SnapshotStore):
         short = summary["snapshot_id"]
         found = self._ids_on_disk(short)
         full = found[0] if len(found) == 1 else self._find(short)["id"]
-        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.meta_dir)
         write_json(self.meta_dir / f"{full}.json", {
             "size": summary.get("total_bytes_processed"), "files": summary.get("total_files_processed"),
             "data_added": summary.get("data_added"), "created": started}, indent=None)

@@ -10,12 +10,13 @@ leave no half-made volume; the restore itself never overwrites (an existing targ
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lanenb.snapshots.base import Snapshot, SnapshotInputError, SnapshotNotFoundError, SnapshotStore
 
-__all__ = ["dataset_snapshot_for", "retrain", "retrain_spec"]
+__all__ = ["dataset_snapshot_for", "retrain", "retrain_spec", "with_secrets"]
 
 
 def dataset_snapshot_for(store: SnapshotStore, snap: Snapshot) -> Snapshot:
@@ -57,8 +58,37 @@ def retrain_spec(base: Any, snap: Snapshot, new_volume: str, backend: str, overr
     return base.replace(**changes)
 
 
+def with_secrets(spec: Any, secrets: Mapping[str, str] | None, job: str | None = None) -> Any:
+    """``spec`` with ``secrets`` (``{NAME: value}``) in its ``env``, checked to hold no
+    ``<redacted>`` left: the registry keeps no secret value, so a recorded spec cannot run again
+    until they are given back (submitting the text ``<redacted>`` as a token fails late and obscurely).
+
+    Raises:
+        SnapshotInputError: naming each field still redacted and how to pass it.
+    """
+    from lanenb.contract.redact import REDACTED, redacted_fields
+
+    if secrets:
+        spec = spec.replace(env={**spec.env, **{str(k): v for k, v in secrets.items()}})
+    missing = redacted_fields(spec.to_dict())
+    if missing:
+        env = [m.split(".", 1)[1] for m in missing if m.startswith("env.")]
+        other = [m for m in missing if not m.startswith("env.")]
+        how = []
+        if env:
+            example = ", ".join(f"{n!r}: ..." for n in env)
+            how.append(f"secrets={{{example}}} (a value, or a 'secret:SECRET/KEY' reference on Kubernetes)")
+        if other:
+            how.append(f"the field(s) {', '.join(other)} as overrides")
+        raise SnapshotInputError(
+            f"the run record of job {job!r} holds no secret values (they read {REDACTED}), so it cannot run again as "
+            f"recorded: {', '.join(missing)}; pass them again: retrain(..., {' and '.join(how)})")
+    return spec
+
+
 def retrain(snapshot_id: str | Snapshot, new_volume: str, *, backend: str | SnapshotStore = "local",
-            registry: Any = None, store_opts: dict[str, Any] | None = None, **overrides: Any) -> Any:
+            registry: Any = None, store_opts: dict[str, Any] | None = None,
+            secrets: Mapping[str, str] | None = None, **overrides: Any) -> Any:
     """Restore a dataset snapshot into ``new_volume`` and start training on it with the settings
     of the run that made the snapshot.
 
@@ -69,6 +99,8 @@ def retrain(snapshot_id: str | Snapshot, new_volume: str, *, backend: str | Snap
         backend: the snapshot store, "local" or "kubernetes" (the job runs on the same kind).
         registry: the job registry (default: ``$LANENB_HOME``'s).
         store_opts: Kubernetes store options (``namespace``, ``kubeconfig``, ``context``).
+        secrets: ``{NAME: value}`` for the run's secret ``env`` variables: the registry keeps
+            none of their values, so a run that had any needs them again (or ``secret:`` refs).
         **overrides: ``TrainSpec`` fields to change (``epochs=3``, ``name="lane-v2"``...); without
             a run record (a snapshot made by hand) they must describe the whole job.
 
@@ -78,7 +110,8 @@ def retrain(snapshot_id: str | Snapshot, new_volume: str, *, backend: str | Snap
     Raises:
         SnapshotNotFoundError: no such snapshot.
         TargetExistsError: ``new_volume`` exists; nothing was restored or submitted.
-        SnapshotInputError, SpecError: bad overrides (checked before restoring anything).
+        SnapshotInputError, SpecError: bad overrides, or secrets the run record lacks (checked
+            before restoring anything).
     """
     from lanenb.jobs import get_job, submit
     from lanenb.registry.jobs import JobNotFoundError, JobRegistry
@@ -98,7 +131,7 @@ def retrain(snapshot_id: str | Snapshot, new_volume: str, *, backend: str | Snap
     if base is None and "dataset" not in overrides and kind == "kubernetes":
         raise SnapshotNotFoundError(f"no run record for snapshot {snap.id} (job {job_name!r} is not in the job "
                                     "registry): pass the training settings as overrides (dataset=..., volumes=...)")
-    spec = retrain_spec(base, snap, new_volume, kind, overrides)
+    spec = with_secrets(retrain_spec(base, snap, new_volume, kind, overrides), secrets, job_name)
     restored = store.restore(snap.id, new_volume)
     if kind == "local":
         spec = spec.replace(dataset=restored)

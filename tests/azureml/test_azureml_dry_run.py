@@ -42,10 +42,12 @@ def _spec_of(line: str):
 def test_dry_run_prints_yaml_that_load_job_reads_back_to_the_same_job(capsys, tmp_path):
     from azure.ai.ml import load_job
 
-    assert main(["train", *LINE.split()]) == 0
+    assert main(["train", *LINE.split()]) == 1  # a literal secret would be refused at submit (issue 31)
     out = capsys.readouterr().out
     assert out.startswith("spec: 4 process(es) x 0 GPU(s), batch 4 per rank = global batch 16")
-    assert "problem:" not in out
+    assert [line for line in out.splitlines() if line.startswith("problem:")] == [
+        line for line in out.splitlines() if line.startswith("problem: env=['HF_TOKEN=<redacted>']")]
+    assert "problem:" in out
     text = _yaml_of(out)
     data = yaml.safe_load(text)
     assert data["distribution"] == {"type": "mpi", "process_count_per_instance": 2}

@@ -110,3 +110,79 @@ def test_tar_archives_extract_with_their_folders(tmp_path):
     dest = tmp_path / "d"
     extract(write(tmp_path, "list.tar.gz", buf.getvalue()), "tar", dest, bar_factory=BARS)
     assert (dest / "list" / "test.txt").read_bytes() == data
+
+
+# ---------------------------------------------------------------- issue 31, finding 7: chained links
+def _zip_with_links(members: list[tuple[str, str | None]]) -> bytes:
+    """A zip of ``(name, link target)`` members; a None target makes a small file."""
+    import stat
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, target in members:
+            if target is None:
+                zf.writestr(name, "data")
+                continue
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, target)
+    return buf.getvalue()
+
+
+def _tar_with_links(members: list[tuple[str, str | None]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, target in members:
+            info = tarfile.TarInfo(name)
+            if target is None:
+                info.size = 4
+                tf.addfile(info, io.BytesIO(b"data"))
+            else:
+                info.type, info.linkname = tarfile.SYMTYPE, target
+                tf.addfile(info)
+    return buf.getvalue()
+
+
+CHAINS = {
+    # the reported one: each target stays inside as text, the second one climbs out through the first
+    "through-a-link": ([("clips/ok.txt", None), ("d/l", ".."), ("d/l/d/l/x", "../../../..")], "d/l/d/l/x"),
+    # a link made harmless-looking first, then a later link turns its path into a way out
+    "later-link": ([("clips/ok.txt", None), ("d/a", "q/../.."), ("d/q", "..")], "d/a"),
+    # a loop of links is refused, not followed forever
+    "loop": ([("a", "b/x"), ("b", "a/y")], None),
+}
+
+
+@pytest.mark.parametrize("fmt", ["zip", "tar"])
+@pytest.mark.parametrize("chain", sorted(CHAINS))
+def test_chained_links_that_leave_the_destination_refuse_the_archive(fmt, chain, tmp_path):
+    members, named = CHAINS[chain]
+    data = _zip_with_links(members) if fmt == "zip" else _tar_with_links(members)
+    archive = write(tmp_path, f"chain.{'zip' if fmt == 'zip' else 'tar.gz'}", data)
+    dest = tmp_path / "box" / "dest"
+    with pytest.raises(UnsafeArchiveError, match=rf"chain\.(zip|tar\.gz): .*{named!r}" if named else "loop of links"):
+        extract(archive, fmt, dest, bar_factory=BARS)
+    assert tree(dest) == []  # refused before anything was written
+    for path in [dest, *dest.rglob("*")] if dest.exists() else []:
+        assert os.path.realpath(path).startswith(os.path.realpath(dest)), f"{path} leads outside"
+
+
+@pytest.mark.parametrize("fmt", ["zip", "tar"])
+def test_links_through_links_that_stay_inside_still_extract(fmt, tmp_path):
+    members = [("a/data.txt", None), ("b", "a"), ("c/link", "../b/data.txt")]
+    data = _zip_with_links(members) if fmt == "zip" else _tar_with_links(members)
+    dest = tmp_path / "d"
+    extract(write(tmp_path, f"ok.{'zip' if fmt == 'zip' else 'tar.gz'}", data), fmt, dest, bar_factory=BARS)
+    assert (dest / "c" / "link").read_text() == "data" and os.readlink(dest / "b") == "a"
+
+
+def test_a_link_leaving_through_a_link_already_in_the_destination_is_removed_and_refused(tmp_path):
+    """The archive alone looks safe; the destination already holds ``up -> ..``: the on-disk
+    check after the links are made catches it and leaves none of them behind."""
+    dest = tmp_path / "box" / "dest"
+    dest.mkdir(parents=True)
+    os.symlink("..", dest / "up")
+    data = _zip_with_links([("x.txt", None), ("esc", "up/..")])
+    with pytest.raises(UnsafeArchiveError, match=r"link 'esc' resolves outside the destination on disk"):
+        extract(write(tmp_path, "t.zip", data), "zip", dest, bar_factory=BARS)
+    assert not os.path.lexists(dest / "esc")

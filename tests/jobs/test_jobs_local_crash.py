@@ -7,6 +7,7 @@ import json
 import os
 import resource
 import signal
+import time
 from pathlib import Path
 
 import psutil
@@ -153,3 +154,51 @@ def test_console_stop_gives_a_slow_rank_time_to_write_its_cancelled_event(rank_p
     assert ends == {0: "cancelled", 1: "cancelled"}, [ln.text for ln in lines][-10:]
     assert sorted(ln.text for ln in lines if "got signal" in ln.text) == ["rank 0 got signal 15",
                                                                          "rank 1 got signal 15"]
+
+
+# ---------------------------------------------------------------- issue 31, finding 2: cancel never hits a stranger
+def _stranger(tmp_path: Path, name: str = "stranger"):
+    """A process that is not the job's, leading a process group of its own, as a kernel or a shell
+    that got the job's old pgid after a reboot or a pod restart would be."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True,
+                            stdin=subprocess.DEVNULL, cwd=str(tmp_path))
+    wait_for(lambda: alive(proc.pid), what=f"the {name} to start")
+    return proc
+
+
+def test_cancel_of_a_lost_job_leaves_a_process_that_reused_its_group_alone(tiny_job, tmp_path):
+    job = tiny_job(steps=2, delay=60.0, grace=1.0)
+    ranks = _started_ranks(job, tiny_job.pid_dir)
+    os.kill(job.handle["pid"], signal.SIGKILL)  # the machine "reboots": the whole job dies
+    wait_for(lambda: not any(alive(p) for p in ranks), timeout=20, what="the job's ranks to die")
+    job.backend._supervisor(job.handle)  # reaps our own child
+    assert job.wait(timeout=10).state is JobState.LOST
+    stranger = _stranger(tmp_path)
+    try:
+        # its group number is now the stranger's (simulated: the handle points at the stranger's group,
+        # and its pid at the stranger too, whose start time is not the recorded one)
+        handle = {**job.handle, "pgid": stranger.pid, "pid": stranger.pid}
+        JobRegistry().update(job.name, handle=handle)
+        status = get_job(job.name).cancel()
+        assert status.state is JobState.LOST
+        time.sleep(0.5)
+        assert stranger.poll() is None and alive(stranger.pid), "cancel of a lost job killed a stranger"
+        said = [ln.text for ln in get_job(job.name).logs() if ln.source == "supervisor"]
+        assert any(f"pid {stranger.pid}" in t and "were not signalled" in t for t in said), said
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_cancel_still_stops_every_rank_that_carries_the_jobs_marker(tiny_job):
+    """The proof works for the job's own processes: a running job is stopped whole, and each of
+    its ranks carries the job's marker."""
+    job = tiny_job(steps=1000, delay=0.1, grace=1.0)
+    ranks = _started_ranks(job, tiny_job.pid_dir)
+    marker = job.handle["marker"]
+    assert marker and all(psutil.Process(p).environ().get("LANENB_JOB_MARKER") == marker for p in ranks)
+    assert job.cancel().state is JobState.CANCELLED
+    wait_for(lambda: not any(alive(p) for p in ranks), timeout=20, what="the ranks to stop")

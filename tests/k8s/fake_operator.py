@@ -31,6 +31,7 @@ the batch Job controller, the kubelet), in miniature:
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import math
 import os
@@ -41,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kube_emulator import JOBS, MPIJOBS, NAMESPACES, NODES, PODS, PVCS, KubeEmulator, now_rfc3339
+from kube_emulator import JOBS, MPIJOBS, NAMESPACES, NODES, PODS, PVCS, SECRETS, KubeEmulator, now_rfc3339
 from pod_security import admission_error
 
 JOB_NAME = "training.kubeflow.org/job-name"
@@ -351,10 +352,31 @@ class FakeCluster:
             launcher_job = self.emulator.patch(JOBS, ns, f"{name}-launcher", {"spec": {"suspend": False}})
         await self.run_launcher(ns, name, launcher_job)
 
+    async def _secret_env(self, ns: str, container: dict, wait: float = 10.0) -> dict[str, str]:
+        """What the kubelet puts in the environment for ``valueFrom.secretKeyRef`` entries: the key of
+        the Secret in the pod's namespace (base64 ``data``). Like the real kubelet, which holds the
+        container in CreateContainerConfigError until the Secret exists, it waits for a missing one
+        (``wait`` seconds here; then the variable is left out)."""
+        out: dict[str, str] = {}
+        deadline = asyncio.get_running_loop().time() + wait
+        for entry in container.get("env") or []:
+            ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+            while ref:
+                secret = self.emulator.get(SECRETS, ns, ref["name"]) if SECRETS in self.emulator.store else None
+                value = ((secret or {}).get("data") or {}).get(ref["key"])
+                if value is not None:
+                    out[entry["name"]] = base64.b64decode(value).decode()
+                    break
+                if asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+        return out
+
     async def _exec(self, ns: str, name: str, pod_name: str, container: dict) -> int:
         argv = self.rewrite_argv(list(container.get("command") or []) + list(container.get("args") or []))
         self.launched.append(argv)
         env = {**os.environ, **{e["name"]: e["value"] for e in container.get("env") or [] if "value" in e},
+               **(await self._secret_env(ns, container)),
                "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                "OMPI_MCA_rmaps_base_oversubscribe": "1", **self.extra_env}
         log = self.emulator.pod_log(ns, pod_name, container["name"])

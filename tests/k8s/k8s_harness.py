@@ -19,6 +19,7 @@ from kube_emulator import (
     NODES,
     PODS,
     PVCS,
+    SECRETS,
     SNAPSHOTS,
     EmulatorThread,
     KubeEmulator,
@@ -44,7 +45,7 @@ def crd_schema(filename: str) -> dict:
 
 def start_emulator(*, operator_installed: bool = True) -> EmulatorThread:
     emu = KubeEmulator()
-    for res in (PODS, PVCS, SNAPSHOTS, NODES, EVENTS, JOBS) + ((MPIJOBS,) if operator_installed else ()):
+    for res in (PODS, PVCS, SNAPSHOTS, NODES, EVENTS, JOBS, SECRETS) + ((MPIJOBS,) if operator_installed else ()):
         emu.install(res)
     return EmulatorThread(emu)
 

@@ -40,6 +40,7 @@ ResKey = tuple[str, str, str]  # (group, version, plural)
 
 PODS: ResKey = ("", "v1", "pods")
 PVCS: ResKey = ("", "v1", "persistentvolumeclaims")
+SECRETS: ResKey = ("", "v1", "secrets")
 EVENTS: ResKey = ("", "v1", "events")
 MPIJOBS: ResKey = ("kubeflow.org", "v2beta1", "mpijobs")
 SNAPSHOTS: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshots")
@@ -55,6 +56,7 @@ SCCS: ResKey = ("security.openshift.io", "v1", "securitycontextconstraints")
 KINDS = {
     PODS: "Pod",
     PVCS: "PersistentVolumeClaim",
+    SECRETS: "Secret",
     EVENTS: "Event",
     NAMESPACES: "Namespace",
     ("", "v1", "nodes"): "Node",
@@ -485,6 +487,10 @@ class KubeEmulator(kmock.KubernetesScaffold):
         if method in ("PUT", "PATCH"):
             if (ns, name) not in self.store[key]:
                 raise KeyError(name)
+            sent_uid = ((request.data.get("metadata") if isinstance(request.data, dict) else None) or {}).get("uid")
+            conflict = self._uid_conflict(key, ns, name, sent_uid)
+            if conflict is not None:
+                return conflict
             status_only = sub == "status"
             if method == "PUT":
                 sent_rv = (request.data.get("metadata") or {}).get("resourceVersion")
@@ -498,12 +504,30 @@ class KubeEmulator(kmock.KubernetesScaffold):
             if (ns, name) not in self.store[key]:
                 raise KeyError(name)
             body = request.data if isinstance(request.data, dict) else {}
+            preconditions = body.get("preconditions") or {}
+            conflict = self._uid_conflict(key, ns, name, preconditions.get("uid"))
+            if conflict is not None:
+                return conflict
+            sent_rv = preconditions.get("resourceVersion")
+            if sent_rv and sent_rv != self.store[key][(ns, name)]["metadata"]["resourceVersion"]:
+                return _status(409, "Conflict", f'Operation cannot be fulfilled on {key[2]} "{name}": Precondition '
+                               f"failed: ResourceVersion in precondition: {sent_rv}, ResourceVersion in object meta: "
+                               f'{self.store[key][(ns, name)]["metadata"]["resourceVersion"]}')
             policy = params.get("propagationPolicy") or body.get("propagationPolicy") or "Background"
             obj = self.delete(key, ns, name, policy)
             obj.setdefault("metadata", {})["annotations"] = {
                 **obj["metadata"].get("annotations", {}), "emulator/propagationPolicy": policy}
             return aiohttp.web.json_response(obj)
         return _status(405, "MethodNotAllowed", f"{method} is not supported on {request.url.path}")
+
+    def _uid_conflict(self, key: ResKey, ns: str | None, name: str, uid: str | None) -> aiohttp.web.Response | None:
+        """As the apiserver: a uid in DeleteOptions.preconditions, or in the metadata of a PUT or
+        PATCH, that is not the stored object's is a 409 Conflict and nothing changes."""
+        current = self.store[key][(ns, name)]["metadata"].get("uid")
+        if not uid or uid == current:
+            return None
+        return _status(409, "Conflict", f'Operation cannot be fulfilled on {key[2]} "{name}": Precondition failed: '
+                       f"UID in precondition: {uid}, UID in object meta: {current}")
 
     async def _watch(self, key: ResKey, request: kmock.Request, fault: Fault | None) -> aiohttp.web.StreamResponse:
         params = request.params

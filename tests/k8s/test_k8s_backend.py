@@ -355,3 +355,34 @@ def test_forbidden_points_at_the_rbac_manifest(cluster, backend):
     with pytest.raises(KubernetesAPIError, match=r"not allowed: creating MPIJob lane-rbac in namespace default .*"
                                                  r"403 Forbidden.*deploy/rbac-submitter.yaml"):
         backend.submit(make_spec(name="lane-rbac"))
+
+
+def test_a_name_reused_by_a_teammate_reads_as_gone_and_is_never_stopped_as_ours(cluster, backend):
+    """Issue 31, finding 6: ours is deleted (a TTL, a teammate's kubectl), then a teammate submits
+    an MPIJob of the same name. Our handle's uid no longer matches: our view says LOST, shows
+    none of their logs, and cancel/suspend from our handle leave theirs running."""
+    thread, fake = cluster
+    fake.rewrite_argv = tiny(lines=1000, sleep=0.05)
+    spec = make_spec(name="lane-reuse")
+    ours = backend.submit(spec)
+    assert wait_state(backend, spec, ours, {JobState.RUNNING}).state == JobState.RUNNING
+    thread.call(thread.emulator.delete, MPIJOBS, "default", "lane-reuse", "Background")
+    assert wait_state(backend, spec, ours, {JobState.LOST}).state == JobState.LOST
+    theirs = backend.submit(make_spec(name="lane-reuse"))  # same namespace and name, a new uid
+    assert theirs["uid"] != ours["uid"]
+    assert wait_state(backend, spec, theirs, {JobState.RUNNING}).state == JobState.RUNNING
+
+    status = backend.status(spec, ours)
+    assert status.state == JobState.LOST and f"now belongs to another MPIJob (uid {theirs['uid']})" in status.reason
+    assert backend.describe(spec, ours)["status"]["state"] == "lost"
+    assert [s.state for s in backend.watch(spec, ours, timeout=5)] == [JobState.LOST]
+    assert list(backend.logs(spec, ours)) == [] and backend.read_log(spec, ours, None).lines == []
+    with pytest.raises(KubernetesAPIError, match="now belongs to another MPIJob"):
+        backend.suspend(spec, ours)
+    backend.cancel(spec, ours)  # ours is gone: nothing to do, and theirs must not be deleted
+    stored = thread.call(thread.emulator.get, MPIJOBS, "default", "lane-reuse")
+    assert stored is not None and stored["metadata"]["uid"] == theirs["uid"]
+    assert not (stored["spec"].get("runPolicy") or {}).get("suspend")
+    assert backend.status(spec, theirs).state == JobState.RUNNING
+    backend.cancel(spec, theirs)  # their own handle still stops theirs
+    assert wait_state(backend, spec, theirs, {JobState.LOST}).state == JobState.LOST

@@ -138,3 +138,24 @@ def test_delete_cascades_to_owned_pods(cluster, api):
                                            propagation_policy="Foreground")
     assert thread.call(thread.emulator.get, MPIJOBS, "default", "d") is None
     assert thread.call(thread.emulator.get, PODS, "default", "d-worker-0") is None
+
+
+def test_a_uid_precondition_that_does_not_match_is_a_conflict(cluster, api):
+    """As the apiserver: DeleteOptions.preconditions.uid, or metadata.uid in a patch, naming
+    another object of the same name is 409 Conflict and leaves the object alone."""
+    thread, _ = cluster
+    custom = client.CustomObjectsApi(api)
+    job = custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", "default", "mpijobs",
+                                                 {"metadata": {"name": "p"}, "spec": {}})
+    stale = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="not-" + job["metadata"]["uid"]))
+    with pytest.raises(client.ApiException) as err:
+        custom.delete_namespaced_custom_object("kubeflow.org", "v2beta1", "default", "mpijobs", "p", body=stale)
+    assert err.value.status == 409 and "Precondition failed: UID in precondition" in err.value.body
+    with pytest.raises(client.ApiException) as err:
+        custom.patch_namespaced_custom_object("kubeflow.org", "v2beta1", "default", "mpijobs", "p",
+                                              {"metadata": {"uid": "someone-else"}, "spec": {"x": 1}})
+    assert err.value.status == 409
+    assert thread.call(thread.emulator.get, MPIJOBS, "default", "p")["spec"] == {}
+    mine = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=job["metadata"]["uid"]))
+    custom.delete_namespaced_custom_object("kubeflow.org", "v2beta1", "default", "mpijobs", "p", body=mine)
+    assert thread.call(thread.emulator.get, MPIJOBS, "default", "p") is None

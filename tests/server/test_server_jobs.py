@@ -46,7 +46,7 @@ async def test_job_detail_has_the_redacted_spec_and_summary(jp_fetch, tmp_path):
     (("jobs", "nope"), {}, 404, "nope"),
     (("jobs", "nope", "updates"), {}, 404, "nope"),
     (("jobs", "nope", "metrics"), {}, 404, "nope"),
-    (("jobs",), {"limit": "0"}, 400, "limit=0: must be an integer >= 1"),
+    (("jobs",), {"limit": "0"}, 400, "limit=0: must be an integer from 1 to 500"),
     (("jobs",), {"limit": "many"}, 400, "limit='many': must be an integer"),
 ])
 async def test_bad_requests_get_a_4xx_json_message(jp_fetch, parts, params, status, message):

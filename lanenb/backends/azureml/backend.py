@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lanenb.backends.azureml.command_job import build_command, check_job, default_run_dir, render
+from lanenb.backends.azureml.command_job import (
+    build_command,
+    check_job,
+    default_run_dir,
+    refuse_literal_secrets,
+    render,
+)
 from lanenb.backends.azureml.rank_logs import decode_cursor, encode_cursor, new_lines, rank_files
 from lanenb.backends.azureml.status import STATES, azureml_status, missing_status
 from lanenb.backends.azureml.workspace import AzureMLError, WorkspaceRef, ml_client, resolve_workspace
@@ -97,6 +103,7 @@ class AzureMLBackend(Backend):
         """Everything that can be checked without Azure: compute, nodes, the dataset's kind (a
         local one must be a folder), the run dir, and that a workspace is named somewhere."""
         check_job(spec, str(run_dir) if run_dir else None)
+        refuse_literal_secrets(spec)
         resolve_workspace(spec.azureml)
 
     def submit(self, spec: TrainSpec, run_dir: str | Path | None = None) -> dict[str, Any]:
@@ -106,6 +113,7 @@ class AzureMLBackend(Backend):
         from azure.core.exceptions import AzureError
 
         target = str(run_dir) if run_dir else default_run_dir(spec)
+        refuse_literal_secrets(spec)
         job = build_command(spec, target)  # every check before any request
         ref = resolve_workspace(spec.azureml)
         client = self.client(ref)

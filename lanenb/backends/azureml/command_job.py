@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from lanenb.backends.azureml.workspace import require_sdk
-from lanenb.contract.redact import redact_value
+from lanenb.contract.redact import REDACTED, is_secret, redact_data, redact_value
 from lanenb.errors import SpecError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from lanenb.contract.spec import TrainSpec
 
 __all__ = ["TRAINER_COMMAND", "DATA_INPUT", "RUN_OUTPUT", "LARGE_SHM", "default_run_dir", "trainer_command",
-           "dockerfile_context", "check_job", "build_command", "job_dict", "render"]
+           "dockerfile_context", "check_job", "refuse_literal_secrets", "build_command", "job_dict", "render"]
 
 TRAINER_COMMAND = ["python", "-m", "lanenb_trainer"]  # trainer/Dockerfile puts lanenb_trainer on PYTHONPATH
 DATA_INPUT = "dataset"  # ${{inputs.dataset}}: where AzureML mounts the data on every node
@@ -112,6 +112,24 @@ def check_job(spec: TrainSpec, run_dir: str | None = None) -> str:
     return kind
 
 
+def refuse_literal_secrets(spec: TrainSpec) -> None:
+    """AzureML keeps a command job's ``environment_variables`` in clear in the job definition, shown
+    in the studio and to every reader of the workspace: a literal secret (``HF_TOKEN=hf_...``, a
+    URL with a password or a token) must not be sent there, and AzureML has no Secret reference
+    lanenb could put in its place.
+
+    Raises:
+        SpecError: naming the variables (never their values) and the fix.
+    """
+    names = sorted(k for k, v in spec.env.items() if is_secret(k, v))
+    if names:
+        raise SpecError("env", [f"{n}={REDACTED}" for n in names],
+                        "AzureML would store these secret values in clear in the job definition (readable by "
+                        "everyone with read access to the workspace); put each in the workspace's Key Vault (az "
+                        "keyvault secret set --vault-name VAULT --name NAME --value ...) and read it in the job "
+                        "through the compute's managed identity, or leave it out of env")
+
+
 def _data_path(spec: TrainSpec, kind: str) -> str:
     return str(Path(spec.dataset).expanduser().resolve()) if kind == "local" else spec.dataset
 
@@ -179,6 +197,7 @@ def job_dict(spec: TrainSpec, run_dir: str | None = None, *, redact: bool = True
     if redact:
         data["environment_variables"] = {k: redact_value(k, v)
                                          for k, v in (data.get("environment_variables") or {}).items()}
+        data = redact_data(data)  # credentials inside other values (the command's trainer flags)
     return _prune(data)
 
 

@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from lanenb.backends.fetch.objects import CONTAINER, build_fetch_job, create_fetch_objects
 from lanenb.backends.fetch.spec import BACKEND, FetchSpec
 from lanenb.contract.backend import Backend, LogChunk, LogLine
+from lanenb.contract.redact import redact_data, redact_text
 from lanenb.contract.spec import SpecError
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.kube.client import ClientCache, Clients, KubernetesAPIError, RetryPolicy
@@ -175,7 +176,7 @@ class KubernetesFetchBackend(Backend):
         if job is not None and any(c.get("type") == "Failed" and str(c.get("status")) == "True"
                                    for c in (job.get("status") or {}).get("conditions") or []) and pods:
             error = fetcher_error(read_pod_lines(clients, namespace, pods[-1]["metadata"]["name"], CONTAINER)[-50:])
-        return fetch_status(job, pods, error, where=f"{namespace}/{name}")
+        return fetch_status(job, pods, redact_text(error) if error else error, where=f"{namespace}/{name}")
 
     def logs(self, spec: Any, handle: dict[str, Any], *, follow: bool = False,
              worker: int | None = None) -> Iterator[LogLine]:
@@ -186,7 +187,7 @@ class KubernetesFetchBackend(Backend):
             pods = self._pods(clients, namespace, name)
             if pods:
                 for text in read_pod_lines(clients, namespace, pods[-1]["metadata"]["name"], CONTAINER):
-                    yield LogLine(None, text, SOURCE)
+                    yield LogLine(None, redact_text(text), SOURCE)
             return
         followed: set[str] = set()
         while True:
@@ -200,7 +201,7 @@ class KubernetesFetchBackend(Backend):
             followed.add(pod_name)
             for text in follow_pod_lines(clients, namespace, pod_name, CONTAINER,
                                          refresh=functools.partial(read_pod, clients, namespace, pod_name)):
-                yield LogLine(None, text, SOURCE)
+                yield LogLine(None, redact_text(text), SOURCE)
 
     def read_log(self, spec: Any, handle: dict[str, Any], cursor: str | None, *,
                  max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
@@ -213,7 +214,7 @@ class KubernetesFetchBackend(Backend):
         pod = pods[-1]
         closed = container_terminated(pod)
         read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], CONTAINER, pos, tail_lines=tail_lines)
-        lines = [(LogLine(None, text, SOURCE), c) for text, c in read]
+        lines = [(LogLine(None, redact_text(text), SOURCE), c) for text, c in read]  # presigned URLs echoed
         more = len(lines) > max_lines
         lines = lines[:max_lines]
         return LogChunk(lines, lines[-1][1] if lines else cursor, closed and not more)
@@ -241,7 +242,7 @@ class KubernetesFetchBackend(Backend):
             "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
             "pods": [{"name": p["metadata"]["name"], "phase": (p.get("status") or {}).get("phase"),
                       "node": (p.get("spec") or {}).get("nodeName"), "problem": pod_problem(p)} for p in pods],
-            "job": job,
+            "job": redact_data(job),  # the pod's args hold the urls/mirrors: presigned ones carry tokens
         }
 
     def datasets(self, spec: Any = None) -> list[str]:

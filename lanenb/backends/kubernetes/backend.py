@@ -15,13 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from kubernetes.client import V1DeleteOptions, V1Preconditions
 from kubernetes.client.exceptions import ApiException
 
 from lanenb.backends.kubernetes.launcher_log import find_pod, pod_dicts, to_log_lines, to_log_lines_with_cursors
 from lanenb.backends.kubernetes.manifests import (
     ManifestError,
+    build_env_secret,
     build_mpijob,
     cluster_run_dir,
+    env_secret_name,
+    literal_secrets,
     namespace_for,
     redact_mpijob,
     render,
@@ -67,6 +71,16 @@ __all__ = [
 ]
 
 SUBMISSION_ANNOTATION = "lanenb/submission-id"
+
+
+def _uid(job: dict[str, Any] | None) -> str | None:
+    return ((job or {}).get("metadata") or {}).get("uid")
+
+
+def _reused(job: dict[str, Any] | None, uid: str | None) -> bool:
+    """Whether ``job`` is another MPIJob than the one with ``uid`` (same name, made later).
+    A handle without a uid (submitted by an older lanenb) matches by name, as it always did."""
+    return job is not None and bool(uid) and _uid(job) != uid
 
 
 def _redacted(line: LogLine, spec: TrainSpec) -> LogLine:
@@ -126,7 +140,16 @@ class KubernetesBackend(Backend):
             return self._not_installed(clients)
         return KubernetesAPIError(f"not found on {clients.where()}: {exc.reason}", 404, body)
 
-    def _get_job(self, clients: Clients, namespace: str, name: str) -> dict[str, Any] | None:
+    def _get_job(self, clients: Clients, namespace: str, name: str, uid: str | None = None) -> dict[str, Any] | None:
+        """The MPIJob named ``name``, or None when there is none; with ``uid`` (the handle's),
+        None too when the name now belongs to another MPIJob: a teammate who reuses the name
+        after ours is gone must never show up as our job (or be stopped as ours)."""
+        job = self._get_named(clients, namespace, name)
+        if job is None or _reused(job, uid):
+            return None
+        return job
+
+    def _get_named(self, clients: Clients, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             job = clients.call(clients.custom.get_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
                                namespace, MPIJOB_PLURAL, name, what=f"reading MPIJob {name}")
@@ -139,6 +162,10 @@ class KubernetesBackend(Backend):
                 return None
             raise KubernetesAPIError(f"cannot read MPIJob {namespace}/{name}: {exc.status} {exc.reason}",
                                      exc.status, exc.body) from exc
+
+    def _taken(self, clients: Clients, namespace: str, name: str, handle: dict[str, Any]) -> bool:
+        """Whether the job's name now belongs to another MPIJob (so its pods are not ours)."""
+        return bool(handle.get("uid")) and _reused(self._get_named(clients, namespace, name), handle.get("uid"))
 
     def openshift(self, spec: TrainSpec, clients: Clients | None = None) -> bool:
         """Whether ``spec``'s pods must pass the restricted policy: ``spec.k8s.openshift``, or when
@@ -166,7 +193,9 @@ class KubernetesBackend(Backend):
         run_dir = str(run_dir) if run_dir else cluster_run_dir(spec)
         build_mpijob(spec, run_dir)  # validates names, paths and the image before any request
         clients, namespace, name = self._for(spec)
-        body = build_mpijob(spec, run_dir, namespace, openshift=self.openshift(spec, clients))
+        # literal secrets go to a Secret of their own, never into the pod spec (see _create_env_secret)
+        env_secret = env_secret_name(spec) if literal_secrets(spec) else None
+        body = build_mpijob(spec, run_dir, namespace, openshift=self.openshift(spec, clients), env_secret=env_secret)
         submission = uuid.uuid4().hex
         body["metadata"]["annotations"][SUBMISSION_ANNOTATION] = submission
         try:
@@ -190,8 +219,43 @@ class KubernetesBackend(Backend):
                 raise KubernetesAPIError(f"creating MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
                                          exc.status, exc.body) from exc
         meta = (created or {}).get("metadata") or {}
-        return {"namespace": namespace, "name": name, "uid": meta.get("uid"), "context": clients.context,
-                "kubeconfig": clients.kubeconfig, "run_dir": run_dir, "submitted": time.time()}
+        handle = {"namespace": namespace, "name": name, "uid": meta.get("uid"), "context": clients.context,
+                  "kubeconfig": clients.kubeconfig, "run_dir": run_dir, "submitted": time.time()}
+        if env_secret is not None:
+            self._create_env_secret(clients, spec, namespace, created or {}, handle)
+        return handle
+
+    def _create_env_secret(self, clients: Clients, spec: TrainSpec, namespace: str, job: dict[str, Any],
+                           handle: dict[str, Any]) -> None:
+        """The Secret of the job's literal secrets (``HF_TOKEN=hf_...``), owned by the MPIJob just
+        created, so the values never sit in the pod spec that everyone who may ``get pods`` or
+        ``get mpijobs`` reads, and the Secret goes when the job is deleted. Created after the
+        MPIJob (the owner's uid is needed); the pods wait for it as for any missing Secret.
+
+        Raises:
+            KubernetesAPIError: the Secret could not be made; the MPIJob is deleted again first.
+        """
+        body = build_env_secret(spec, namespace, job)
+        secret = body["metadata"]["name"]
+        try:
+            clients.raw(clients.core.create_namespaced_secret, namespace, body,
+                        what=f"creating Secret {secret} for the job's secret env")
+        except (ApiException, KubernetesError) as exc:
+            try:
+                self.cancel(spec, handle)
+            except KubernetesError:
+                pass  # the error below is the one to see; the MPIJob then shows why its pods wait
+            names = ", ".join(sorted(literal_secrets(spec)))
+            status = getattr(exc, "status", None)
+            why = (f"a Secret named {secret!r} already exists in namespace {namespace!r}: delete it (kubectl delete "
+                   f"secret {secret} -n {namespace}) or pick another name=" if status == 409 else
+                   f"{status} {exc.reason}" if isinstance(exc, ApiException) else str(exc))
+            raise KubernetesAPIError(
+                f"cannot keep the secret env variable(s) {names} in a Secret ({why}), so MPIJob {namespace}/"
+                f"{spec.name} was deleted again rather than run with them in clear; the submitter needs 'create' on "
+                f"secrets (deploy/rbac-submitter.yaml), or put them in a Secret yourself and pass "
+                f"-e NAME=secret:SECRET/KEY (env={{'NAME': 'secret:SECRET/KEY'}})", status, None
+            ) from None  # not chained: the failed request's body held the values
 
     def _status_of(self, clients: Clients, namespace: str, name: str, job: dict[str, Any]) -> JobStatus:
         pods = pod_dicts(clients, namespace, name)
@@ -202,9 +266,9 @@ class KubernetesBackend(Backend):
 
     def status(self, spec: TrainSpec, handle: dict[str, Any]) -> JobStatus:
         clients, namespace, name = self._for(spec, handle)
-        job = self._get_job(clients, namespace, name)
-        if job is None:
-            return missing_status(namespace, name)
+        job = self._get_named(clients, namespace, name)
+        if job is None or _reused(job, handle.get("uid")):
+            return missing_status(namespace, name, reused_by=_uid(job) if job is not None else None)
         return self._status_of(clients, namespace, name, job)
 
     def watch(self, spec: TrainSpec, handle: dict[str, Any], *, timeout: float | None = None
@@ -218,6 +282,9 @@ class KubernetesBackend(Backend):
                 yield last if last is not None and last.state.finished else missing_status(namespace, name)
                 return
             assert obj is not None  # only DELETED comes without the object
+            if _reused(obj, handle.get("uid")):  # ours was deleted and the name taken meanwhile
+                yield missing_status(namespace, name, reused_by=_uid(obj))
+                return
             status = self._status_of(clients, namespace, name, obj)
             yield status
             if status.state.finished:
@@ -235,6 +302,8 @@ class KubernetesBackend(Backend):
 
     def _launcher_logs(self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool) -> Iterator[LogLine]:
         clients, namespace, name = self._for(spec, handle)
+        if self._taken(clients, namespace, name, handle):
+            return  # the pods of that name are another job's
         pod = find_pod(clients, namespace, name)
         if not follow:
             if pod is None:
@@ -260,8 +329,8 @@ class KubernetesBackend(Backend):
         """The launcher pod's lines after a timestamp cursor (one non-follow log request)."""
         pos = StampCursor.decode(cursor)
         clients, namespace, name = self._for(spec, handle)
-        pod = find_pod(clients, namespace, name)
-        if pod is None:  # not created yet, or deleted with the job: nothing to read now
+        pod = None if self._taken(clients, namespace, name, handle) else find_pod(clients, namespace, name)
+        if pod is None:  # not created yet, deleted with the job, or the name is another job's now
             return LogChunk([], cursor, True)
         closed = container_terminated(pod)  # decided before reading, like the local backend
         read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], "launcher", pos,
@@ -298,12 +367,21 @@ class KubernetesBackend(Backend):
         return sorted(p["metadata"]["name"] for p in json.loads(resp.data).get("items") or [])
 
     def cancel(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
-        """Delete the MPIJob; Foreground propagation removes the pods before the job object."""
+        """Delete the MPIJob; Foreground propagation removes the pods before the job object.
+
+        The delete carries the handle's uid as a precondition, so the API server itself refuses
+        (409) to delete another MPIJob that took the name after ours was gone: ours is gone,
+        which is what cancelling asked for, and theirs keeps running."""
         clients, namespace, name = self._for(spec, handle)
+        uid = handle.get("uid")
+        options = V1DeleteOptions(preconditions=V1Preconditions(uid=uid)) if uid else None
         try:
             clients.call(clients.custom.delete_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace,
-                         MPIJOB_PLURAL, name, propagation_policy="Foreground", what=f"deleting MPIJob {name}")
+                         MPIJOB_PLURAL, name, propagation_policy="Foreground", body=options,
+                         what=f"deleting MPIJob {name}")
         except ApiException as exc:
+            if exc.status == 409 and uid:
+                return  # the precondition failed: the name belongs to another MPIJob, ours is already gone
             if exc.status == 404:
                 err = self._explain_404(clients, exc, namespace)
                 if isinstance(err, OperatorNotInstalledError):
@@ -315,7 +393,7 @@ class KubernetesBackend(Backend):
     def _set_suspend(self, spec: TrainSpec, handle: dict[str, Any], value: bool) -> None:
         clients, namespace, name = self._for(spec, handle)
         self._patch(clients, namespace, name, {"spec": {"runPolicy": {"suspend": value}}},
-                    "suspending" if value else "resuming")
+                    "suspending" if value else "resuming", uid=handle.get("uid"))
 
     def suspend(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """``runPolicy.suspend: true``: the operator deletes the pods and keeps the job."""
@@ -330,9 +408,10 @@ class KubernetesBackend(Backend):
         Job is deleted (the operator re-creates it from the MPIJob) before un-suspending.
         """
         clients, namespace, name = self._for(spec, handle)
-        job = self._get_job(clients, namespace, name)
+        job = self._get_job(clients, namespace, name, handle.get("uid"))
         if job is None:
-            raise KubernetesAPIError(f"cannot resume MPIJob {namespace}/{name}: it no longer exists", 404)
+            raise KubernetesAPIError(f"cannot resume MPIJob {namespace}/{name}: it no longer exists (or the name "
+                                     "now belongs to another MPIJob)", 404)
         if not ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
             raise KubernetesAPIError(f"MPIJob {namespace}/{name} is not suspended: nothing to resume", 409)
         launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
@@ -340,7 +419,7 @@ class KubernetesBackend(Backend):
         args = [a for a in containers[0].get("args") or [] if a != "--resume"]
         containers[0]["args"] = args + (["--resume"] if from_checkpoint else [])
         patch = {"spec": {"mpiReplicaSpecs": {"Launcher": {"template": {"spec": {"containers": containers}}}}}}
-        self._patch(clients, namespace, name, patch, "setting --resume on")
+        self._patch(clients, namespace, name, patch, "setting --resume on", uid=handle.get("uid"))
         try:
             clients.call(clients.batch.delete_namespaced_job, f"{name}-launcher", namespace,
                          propagation_policy="Background", what=f"deleting the launcher Job of {name}")
@@ -350,22 +429,32 @@ class KubernetesBackend(Backend):
                                          f"{exc.reason}", exc.status, exc.body) from exc
         self._set_suspend(spec, handle, False)
 
-    def _patch(self, clients: Clients, namespace: str, name: str, patch: dict[str, Any], what: str) -> None:
+    def _patch(self, clients: Clients, namespace: str, name: str, patch: dict[str, Any], what: str, *,
+               uid: str | None = None) -> None:
+        """A merge patch; with ``uid`` it carries ``metadata.uid``, which the API server treats as a
+        precondition (409 Conflict on another object of the same name), as its garbage collector does."""
+        if uid:
+            patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "uid": uid}}
         try:
             clients.call(clients.custom.patch_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace,
                          MPIJOB_PLURAL, name, patch, what=f"{what} MPIJob {name}")
         except ApiException as exc:
             if exc.status == 404:
                 raise self._explain_404(clients, exc, namespace) from exc
+            if exc.status == 409 and uid:
+                raise KubernetesAPIError(f"{what} MPIJob {namespace}/{name} refused: that name now belongs to another "
+                                         f"MPIJob (yours, uid {uid}, is gone)", 409, exc.body) from exc
             raise KubernetesAPIError(f"patching MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
                                      exc.status, exc.body) from exc
 
     def describe(self, spec: TrainSpec, handle: dict[str, Any]) -> dict[str, Any]:
         clients, namespace, name = self._for(spec, handle)
-        job = self._get_job(clients, namespace, name)
+        named = self._get_named(clients, namespace, name)
+        job = None if _reused(named, handle.get("uid")) else named
         pods = pod_dicts(clients, namespace, name) if job is not None else []
         events = warning_events(clients, namespace, name, pods) if job is not None else []
-        status = mpijob_status(job, pods, events) if job is not None else missing_status(namespace, name)
+        status = mpijob_status(job, pods, events) if job is not None else missing_status(
+            namespace, name, reused_by=_uid(named) if named is not None else None)
         return {
             "backend": self.name,
             "server": clients.where(),

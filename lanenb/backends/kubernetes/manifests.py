@@ -8,15 +8,15 @@ string) with ``python -m lanenb_trainer``; workers run sshd and get the GPUs. Wi
 
 from __future__ import annotations
 
-import copy
+import base64
 import math
 import posixpath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
 import lanenb.backends.kubernetes.restricted as restricted
-from lanenb.contract.redact import redact_env_list, redact_value
+from lanenb.contract.redact import is_secret, redact_data, redact_value
 from lanenb.kube.names import check_label, check_mpijob_name, check_subdomain
 from lanenb.kube.objects import MANAGED_BY
 from lanenb.kube.pods import JOB_NAME_LABEL, JOB_ROLE_LABEL
@@ -30,7 +30,7 @@ __all__ = [
     "API_VERSION", "KIND", "TRAINER_ENTRYPOINT", "LAUNCHER_WRAPPER", "MANAGED_BY", "JOB_NAME_LABEL", "JOB_ROLE_LABEL",
     "RUNAI_SCHEDULER", "SSH_AUTH_MOUNT_PATH", "MPI_CONFIG_MOUNT_PATH", "LAUNCHER_RESOURCES", "namespace_for",
     "cluster_run_dir", "check_cluster_paths", "ssh_auth_mount_path", "mpirun_argv", "env_entries", "build_mpijob",
-    "render",
+    "render", "literal_secrets", "env_secret_name", "build_env_secret",
 ]
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -141,18 +141,46 @@ def _env_for(spec: TrainSpec) -> dict[str, str]:
     return {**BASE_ENV, **rendezvous, **job, **spec.env, **spec.k8s.nccl_env}
 
 
-def env_entries(spec: TrainSpec, *, redact: bool = False) -> list[dict[str, Any]]:
+def env_entries(spec: TrainSpec, *, redact: bool = False, env_secret: str | None = None) -> list[dict[str, Any]]:
     """The containers' ``env``: ``secret:NAME/KEY`` values become ``secretKeyRef``s (the value never
-    leaves the cluster); with ``redact``, literal values of secret-named variables
-    (``lanenb.contract.redact``) read ``<redacted>``."""
+    leaves the cluster); with ``env_secret``, so do literal secrets (``literal_secrets``), read from
+    that Secret (``build_env_secret``) instead of sitting in clear in the pod spec, where everyone who
+    may ``get pods`` reads them; with ``redact``, literal values of secrets (``lanenb.contract.redact``)
+    read ``<redacted>``."""
     out: list[dict[str, Any]] = []
     for key, value in _env_for(spec).items():
         ref = parse_secret_ref(value)
+        if ref is None and env_secret is not None and is_secret(key, value):
+            ref = (env_secret, key)
         if ref is not None:
             out.append({"name": key, "valueFrom": {"secretKeyRef": {"name": ref[0], "key": ref[1]}}})
         else:
             out.append({"name": key, "value": redact_value(key, value) if redact else value})
     return out
+
+
+def literal_secrets(spec: TrainSpec) -> dict[str, str]:
+    """The env variables whose literal values are secrets (by name, or a credential inside the
+    value: ``HTTPS_PROXY=http://user:pass@proxy``); ``secret:`` references are not literal."""
+    return {k: v for k, v in _env_for(spec).items() if is_secret(k, v)}
+
+
+def env_secret_name(spec: TrainSpec) -> str:
+    """The Secret that holds ``spec``'s literal secrets: ``<job>-lanenb-env``."""
+    return check_subdomain("env Secret name", f"{spec.name}-lanenb-env")
+
+
+def build_env_secret(spec: TrainSpec, namespace: str, owner: dict[str, Any]) -> dict[str, Any]:
+    """The ``v1`` Secret of ``spec``'s literal secrets, owned by the MPIJob ``owner`` (its
+    ``metadata`` after create: name and uid): deleting the job deletes the Secret."""
+    meta = owner.get("metadata") or {}
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": env_secret_name(spec), "namespace": namespace, "labels": _labels(spec),
+                     "ownerReferences": [{"apiVersion": API_VERSION, "kind": KIND, "name": meta.get("name"),
+                                          "uid": meta.get("uid"), "blockOwnerDeletion": False}]},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in literal_secrets(spec).items()},
+    }
 
 
 def mpirun_argv(spec: TrainSpec, run_dir: str | None = None, *, openshift: bool = False) -> list[str]:
@@ -228,13 +256,15 @@ def _worker_resources(spec: TrainSpec) -> dict[str, Any]:
 
 
 def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | None = None, *,
-                 redact: bool = False, resume: bool = False, openshift: bool | None = None) -> dict[str, Any]:
+                 redact: bool = False, resume: bool = False, openshift: bool | None = None,
+                 env_secret: str | None = None) -> dict[str, Any]:
     """The MPIJob for ``spec``, checked against the MPI Operator's own rules (names, replica-level
     restart policy, reserved mounts) so that what the operator would silently refuse fails here.
 
     Args:
         namespace: the namespace when ``spec`` names none (the backend's resolved default).
         redact: literal env values that may be secrets read ``<redacted>`` (for display).
+        env_secret: the Secret the literal secrets are read from (see ``env_entries``).
         resume: the trainer continues from ``<run_dir>/checkpoints/last.pt`` (``--resume``).
         openshift: pods for the restricted policy (see ``restricted``); None: ``spec.k8s.openshift``,
             and when that is None too (auto), off: the backend resolves auto against the cluster.
@@ -265,7 +295,7 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
             "in a namespace whose SCC allows IPC_LOCK")
     run_dir = run_dir or cluster_run_dir(spec)
     check_cluster_paths(spec, run_dir, openshift=openshift)
-    env = env_entries(spec, redact=redact)
+    env = env_entries(spec, redact=redact, env_secret=env_secret)
     labels = _labels(spec)
 
     launcher_command, launcher_args = LAUNCHER_WRAPPER[:3], LAUNCHER_WRAPPER[3:]
@@ -351,17 +381,15 @@ def render(spec: TrainSpec, run_dir: str | None = None, namespace: str | None = 
     secrets in a Kubernetes Secret and pass ``-e NAME=secret:SECRET/KEY`` instead.
     """
     job = build_mpijob(spec, run_dir, namespace, redact=redact, openshift=openshift)
+    if redact:  # credentials inside other values too (a --url with a token in the trainer's args)
+        job = redact_data(job)
     return yaml.safe_dump(job, sort_keys=False, default_flow_style=False)
 
 
 def redact_mpijob(job: dict[str, Any] | None) -> dict[str, Any] | None:
     """A copy of an MPIJob (as read from the cluster) whose literal env values that may be secrets
-    read ``<redacted>``, for ``describe`` and anything else that prints it."""
+    read ``<redacted>``, and credentials inside any other value (args, annotations) too, for
+    ``describe`` and anything else that prints it."""
     if job is None:
         return None
-    out = copy.deepcopy(job)
-    for replica in ((out.get("spec") or {}).get("mpiReplicaSpecs") or {}).values():
-        for container in ((replica.get("template") or {}).get("spec") or {}).get("containers") or []:
-            if container.get("env"):
-                container["env"] = redact_env_list(container["env"])
-    return out
+    return cast(dict[str, Any], redact_data(job))

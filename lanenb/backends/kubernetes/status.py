@@ -35,8 +35,16 @@ def _launcher_exit(pods: Iterable[dict[str, Any]]) -> int | None:
     return None
 
 
-def missing_status(namespace: str, name: str) -> JobStatus:
-    """LOST (final): the MPIJob is gone and its outcome was never seen, so waiters stop."""
+def missing_status(namespace: str, name: str, *, reused_by: str | None = None) -> JobStatus:
+    """LOST (final): the MPIJob is gone and its outcome was never seen, so waiters stop.
+    ``reused_by``: the uid of another MPIJob that has taken the name since (never shown as ours)."""
+    if reused_by:
+        return JobStatus(
+            JobState.LOST, finished=time.time(),
+            reason=f"MPIJob {namespace}/{name} no longer exists: the name now belongs to another MPIJob (uid "
+                   f"{reused_by}), which is not this job and is left alone; this job's final state was never seen, "
+                   "its run directory may still hold checkpoints and metrics",
+        )
     return JobStatus(
         JobState.LOST, finished=time.time(),
         reason=f"MPIJob {namespace}/{name} no longer exists (deleted by someone else, or removed by "

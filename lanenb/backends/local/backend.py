@@ -6,6 +6,13 @@ cancel) are answered from the handle (pid, process group, process start time) an
 files in the run dir (``exit.json``, ``cancel.json``, the ranks' ``pids/rank-<R>.json``), so a
 different process can answer them after a kernel restart.
 
+Stopping signals only processes it can prove are the job's: the supervisor (pid and start
+time), its descendants, and processes whose environment carries the job's random marker
+(``LANENB_JOB_MARKER``, set for the supervisor and inherited by mpirun and every rank). A
+recorded process group is never signalled as a whole: after a reboot or a JupyterHub pod
+restart its number can belong to a kernel, a shell or another job, which cancel leaves alone
+and names in ``job.log``.
+
 Each rank runs behind ``lanenb.launch.rankguard`` (dies with mpirun, records its pid), mpirun
 dies with the supervisor, and the supervisor stops orphans: killing any process of the tree
 takes the ranks down. A supervisor that vanished without ``exit.json`` makes the job
@@ -20,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -33,8 +41,16 @@ import psutil
 
 from lanenb.backends.local.discovery import data_roots, find_datasets, local_gpu_count
 from lanenb.backends.local.logfile import follow_lines, read_chunk, tail_text
-from lanenb.backends.local.supervise import CANCEL_NAME, DEFAULT_MAX_LOG_BYTES, EXIT_NAME, LOG_NAME, PIDS_NAME
+from lanenb.backends.local.supervise import (
+    CANCEL_NAME,
+    DEFAULT_MAX_LOG_BYTES,
+    EXIT_NAME,
+    LOG_NAME,
+    PIDS_NAME,
+    SUPERVISOR_PREFIX,
+)
 from lanenb.contract.backend import Backend, LogChunk, LogLine, RunDirGoneError
+from lanenb.contract.redact import redact_chunk, redact_line
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.home import make_private_dir
 from lanenb.launch import procs, rankguard
@@ -53,6 +69,7 @@ __all__ = ["LocalBackend", "find_datasets", "data_roots", "local_gpu_count"]
 # and never garbage-collected while running.
 _SPAWNED: dict[int, subprocess.Popen] = {}
 
+JOB_MARKER_ENV = "LANENB_JOB_MARKER"  # a random value per job, in the environment of all its processes
 RANKS_TTL_S = 1.0  # how long a scan of a job's rank processes answers status() calls
 _RANKS_CACHE: dict[tuple[int, float], tuple[float, dict[str, str]]] = {}
 
@@ -140,6 +157,8 @@ class LocalBackend(Backend):
         log_path = run / LOG_NAME
         argv = self.launcher_argv(spec, run)
         env = launch_env(os.environ, extra=spec.env)  # rendezvous port, unbuffered ranks
+        marker = secrets.token_hex(16)  # proves later which processes are this job's (see _owned)
+        env[JOB_MARKER_ENV] = marker
         cmd = [self.python, "-m", "lanenb.backends.local.supervise", "--run-dir", str(run),
                "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes)]
         if spec.enable_snapshot:  # run dir + dataset snapshotted by the supervisor after success
@@ -159,7 +178,7 @@ class LocalBackend(Backend):
                 del _SPAWNED[pid]
         _SPAWNED[proc.pid] = proc
         return {
-            "pid": proc.pid, "pgid": proc.pid, "create_time": create_time,
+            "pid": proc.pid, "pgid": proc.pid, "create_time": create_time, "marker": marker,
             "host": socket.gethostname(), "run_dir": str(run), "log": str(log_path), "argv": argv,
         }
 
@@ -183,8 +202,22 @@ class LocalBackend(Backend):
             return None
 
     @staticmethod
-    def _recorded_ranks(handle: dict[str, Any]) -> list[psutil.Process]:
-        """Rank processes from the pid files their guards wrote, if still the same processes."""
+    def _owned(proc: psutil.Process, handle: dict[str, Any]) -> bool:
+        """Whether ``proc`` carries this job's marker in its environment (``/proc/PID/environ``,
+        as it was when the process started). A process whose environment cannot be read (another
+        user's) or a job recorded before markers existed proves nothing: not ours."""
+        marker = handle.get("marker")
+        if not marker:
+            return False
+        try:
+            return proc.environ().get(JOB_MARKER_ENV) == marker
+        except (psutil.Error, OSError):
+            return False
+
+    @classmethod
+    def _recorded_ranks(cls, handle: dict[str, Any]) -> list[psutil.Process]:
+        """Rank processes from the pid files their guards wrote, if still the same processes
+        (start time, and the job's marker when the job has one)."""
         ranks = []
         for path in sorted((Path(handle["run_dir"]) / PIDS_NAME).glob("rank-*.json")):
             info = _read_json(path) or {}
@@ -193,6 +226,8 @@ class LocalBackend(Backend):
                 if rankguard._start_ticks(pid) != info.get("start_ticks"):
                     continue  # gone, or the pid now belongs to another process
                 proc = psutil.Process(pid)
+                if handle.get("marker") and not cls._owned(proc, handle):
+                    continue  # same pid and start tick, yet not this job's (another boot, another pod)
                 if proc.status() != psutil.STATUS_ZOMBIE:
                     ranks.append(proc)
             except (KeyError, TypeError, ValueError, psutil.Error):
@@ -200,8 +235,14 @@ class LocalBackend(Backend):
         return ranks
 
     def _group_processes(self, handle: dict[str, Any]) -> list[psutil.Process]:
-        """The supervisor, its descendants, anything else left in its process group and the
-        recorded ranks (which live in process groups of their own)."""
+        """The job's processes: the supervisor, its descendants, the recorded ranks (which live
+        in process groups of their own) and what is left in its process group with the job's
+        marker."""
+        return self._scan(handle)[0]
+
+    def _scan(self, handle: dict[str, Any]) -> tuple[list[psutil.Process], list[psutil.Process]]:
+        """(the job's processes, strangers): strangers are in the recorded process group but
+        cannot be proved the job's (no marker: the group number was reused)."""
         found: dict[int, psutil.Process] = {p.pid: p for p in self._recorded_ranks(handle)}
         sup = self._supervisor(handle)
         if sup is not None:
@@ -211,15 +252,20 @@ class LocalBackend(Backend):
                     found[child.pid] = child
             except psutil.Error:
                 pass
+        strangers: list[psutil.Process] = []
         pgid = handle.get("pgid")
         if pgid:
             for proc in psutil.process_iter(["pid"]):
                 try:
-                    if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
-                        found.setdefault(proc.pid, proc)
+                    if proc.pid in found or os.getpgid(proc.pid) != pgid or proc.status() == psutil.STATUS_ZOMBIE:
+                        continue
                 except (OSError, psutil.Error):
                     continue
-        return list(found.values())
+                if self._owned(proc, handle):
+                    found[proc.pid] = proc
+                elif proc.pid != os.getpid():
+                    strangers.append(proc)
+        return list(found.values()), strangers
 
     def status(self, spec: TrainSpec, handle: dict[str, Any]) -> JobStatus:
         if not handle:
@@ -344,9 +390,10 @@ class LocalBackend(Backend):
              worker: int | None = None) -> Iterator[LogLine]:
         if not handle:
             return iter(())
-        return follow_lines(Path(handle["log"]), Path(handle["run_dir"]) / EXIT_NAME, follow=follow,
-                            worker=worker, running=lambda: self._supervisor(handle) is not None,
-                            poll_interval=self.poll_interval)
+        lines = follow_lines(Path(handle["log"]), Path(handle["run_dir"]) / EXIT_NAME, follow=follow,
+                             worker=worker, running=lambda: self._supervisor(handle) is not None,
+                             poll_interval=self.poll_interval)
+        return (redact_line(line, spec.env) for line in lines)  # a rank that prints a secret shows <redacted>
 
     def read_log(self, spec: TrainSpec, handle: dict[str, Any], cursor: str | None, *, max_lines: int = 5000,
                  tail_lines: int | None = None) -> LogChunk:
@@ -362,7 +409,8 @@ class LocalBackend(Backend):
                                   f"it has ended)")
         # decided before reading: once the output is closed nothing is appended any more
         closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
-        return read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines, tail_lines=tail_lines)
+        return redact_chunk(read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines,
+                                       tail_lines=tail_lines), spec.env)
 
     def cancel(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Stop the job and mark it cancelled (``cancel.json``), unless it has already ended.
@@ -381,11 +429,34 @@ class LocalBackend(Backend):
         self._stop(handle)
 
     def stop_leftovers(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
-        """Stop whatever of a finished (or lost) job still runs, without marking it cancelled."""
+        """Stop whatever of a finished (or lost) job still runs, without marking it cancelled.
+        Only processes proved the job's are signalled; others found in its old process group
+        are left alone and named in ``job.log``."""
         if not handle or (handle.get("host") and handle["host"] != socket.gethostname()):
             return
-        if self._supervisor(handle) is not None or self._group_processes(handle):
+        if self._supervisor(handle) is not None or self._scan(handle)[0]:
             self._stop(handle)
+        else:
+            self._say_left_alone(handle, self._scan(handle)[1])
+
+    def _say_left_alone(self, handle: dict[str, Any], strangers: list[psutil.Process]) -> None:
+        """One ``job.log`` line (shown as the supervisor's) naming processes cancel did not signal."""
+        if not strangers:
+            return
+        names = []
+        for proc in strangers[:10]:
+            try:
+                names.append(f"pid {proc.pid} ({proc.name()})")
+            except psutil.Error:
+                names.append(f"pid {proc.pid}")
+        text = (f"cancel: {len(strangers)} process(es) in the job's old process group {handle.get('pgid')} were not "
+                f"signalled: nothing proves they belong to this job (the group number was reused?): "
+                f"{', '.join(names)}")
+        try:
+            with open(handle["log"], "a", encoding="utf-8") as fh:
+                fh.write(SUPERVISOR_PREFIX + text + "\n")
+        except (OSError, KeyError):  # a deleted run dir: nothing to tell it in
+            pass
 
     def _check_host(self, handle: dict[str, Any]) -> None:
         if handle.get("host") and handle["host"] != socket.gethostname():
@@ -397,17 +468,19 @@ class LocalBackend(Backend):
         """One SIGTERM, a grace period, SIGKILL (``procs.terminate``): to the supervisor if it
         is alive (it runs the ranks' stop sequence and writes exit.json: it gets the ranks'
         grace, then mpirun's wind-down, SIGKILLed after another grace period), else to the
-        recorded ranks and what is left in its process group. Whatever still runs after that
-        is killed, with the supervisor's process group."""
-        pgid = handle.get("pgid")
+        recorded ranks and what is left in its process group with the job's marker. Whatever of
+        the job still runs after that is killed, process by process."""
         sup = self._supervisor(handle)
+        ours, strangers = self._scan(handle)
+        self._say_left_alone(handle, strangers)
+        # never the whole process group: its number may have been reused by the time we signal
         if sup is not None:
-            procs.terminate([sup], 2 * self.grace + 10, group=pgid)
+            procs.terminate([sup], 2 * self.grace + 10)
         else:
-            procs.terminate(self._group_processes(handle), self.grace, group=pgid)
+            procs.terminate(ours, self.grace)
         leftovers = self._group_processes(handle)
         if leftovers:
-            procs.kill(leftovers, group=pgid)
+            procs.kill(leftovers)
         spawned = _SPAWNED.get(int(handle.get("pid", 0) or 0))
         if spawned is not None:  # reap the supervisor if this very process started it
             spawned.poll()

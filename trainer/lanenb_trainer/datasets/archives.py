@@ -4,8 +4,15 @@ Every member is checked *before* anything is written, and the whole archive is r
 (:class:`UnsafeArchiveError` naming the member) when one of them
 
 * has an absolute name (``/etc/x``, ``C:\\x``) or a ``..`` component (zip-slip),
-* is a symlink or hard link whose target lies outside the destination,
+* is a symlink or hard link whose target lies outside the destination, resolved through the
+  archive's other links as the file system will (``d/l -> ..`` then ``d/l/d/l/x -> ../../../..``
+  is text that stays inside and a link that points at ``/``),
+* would be written through one of the archive's own links (``d/l/...`` after a link ``d/l``),
 * is a device file, FIFO or socket.
+
+Links are created last, after every file and folder, and each one's real path is checked again
+on disk (an existing link in the destination counts too); one that leaves the destination
+removes the links just made and refuses the archive.
 
 Tar members are then extracted with Python's ``filter="data"`` as a second line (it also
 drops set-uid bits and refuses what the checks above refuse); zip members are written by
@@ -32,7 +39,7 @@ from pathlib import Path
 from .errors import CorruptArchiveError, DiskFullError, UnsafeArchiveError
 from .progress import Progress
 
-__all__ = ["extract", "check_member_name", "check_link_target"]
+__all__ = ["extract", "check_member_name", "check_link_target", "check_links"]
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _BUF = 1 << 20
@@ -64,6 +71,85 @@ def check_link_target(archive: str, name: str, target: str, *, relative_to_membe
     if resolved == ".." or resolved.startswith("../"):
         raise UnsafeArchiveError(f"{archive}: link {name!r} -> {target!r} points outside the "
                                  "destination; refusing the archive")
+
+
+_MAX_HOPS = 40  # as the kernel's ELOOP limit: a loop of links is refused, never followed forever
+
+
+def _resolve(archive: str, member: str, path: str, links: dict[str, str]) -> str | None:
+    """``path`` (relative to the destination) with the archive's ``links`` followed as the file
+    system will follow them once extracted: the relative path it lands on, or None when it
+    leaves the destination. Text checks alone miss chains whose ``..`` climbs out of a link."""
+    parts: list[str] = []
+    todo = [c for c in path.split("/") if c not in ("", ".")]
+    hops = 0
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        here = "/".join([*parts, part])
+        target = links.get(here)
+        if target is None:
+            parts.append(part)
+            continue
+        hops += 1
+        if hops > _MAX_HOPS:
+            raise UnsafeArchiveError(f"{archive}: link {member!r} goes through a loop of links; refusing the archive")
+        if target.startswith("/") or _DRIVE.match(target):
+            return None
+        todo = [c for c in target.split("/") if c not in ("", ".")] + todo  # relative to the link's folder
+    return "/".join(parts)
+
+
+def check_links(archive: str, members: list[tuple[str, str, str | None]]) -> None:
+    """Refuse the archive before anything is written when a member goes through one of its
+    links or a link ends up outside the destination once every link exists.
+
+    Args:
+        archive: the archive's name, for the message.
+        members: ``(relative path, kind, link target)`` in archive order; kind is ``dir``,
+            ``file``, ``symlink`` (target relative to the member's folder) or ``hardlink``
+            (target relative to the destination).
+    """
+    links = {rel: (target or "").replace("\\", "/") for rel, kind, target in members if kind == "symlink"}
+    for rel, kind, _ in members:
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            through = "/".join(parts[:i])
+            if through in links:
+                raise UnsafeArchiveError(f"{archive}: member {rel!r} would be written through the archive's link "
+                                         f"{through!r}; refusing the archive")
+        if kind not in ("symlink", "hardlink") and rel in links:
+            raise UnsafeArchiveError(f"{archive}: member {rel!r} is both a link and a {kind}; refusing the archive")
+    for rel, kind, target in members:
+        if kind == "symlink":
+            base = posixpath.dirname(rel)
+            where = _resolve(archive, rel, posixpath.join(base, links[rel]) if base else links[rel], links)
+        elif kind == "hardlink":
+            where = _resolve(archive, rel, (target or "").replace("\\", "/"), links)
+        else:
+            continue
+        if where is None:
+            raise UnsafeArchiveError(f"{archive}: link {rel!r} -> {target!r} leads outside the destination "
+                                     "through the archive's other links; refusing the archive")
+
+
+def _check_real_links(archive: str, dest: Path, made: list[str]) -> None:
+    """The second line, on disk: every link just made resolves inside ``dest`` (links already
+    in ``dest`` before this archive count). A link that does not is removed with the others
+    this archive made, and the archive refused."""
+    dest_real = os.path.realpath(dest)
+    bad = next((rel for rel in made if not _inside(dest_real, str(dest / rel))), None)
+    if bad is None:
+        return
+    for rel in made:
+        with contextlib.suppress(OSError):
+            os.unlink(dest / rel)
+    raise UnsafeArchiveError(f"{archive}: link {bad!r} resolves outside the destination on disk; its links were "
+                             "removed; refusing the archive")
 
 
 def _inside(dest_real: str, path: str) -> bool:
@@ -100,7 +186,10 @@ def _extract_zip(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
                                          "refusing the archive")
             else:
                 plan.append((info, rel, "dir" if info.is_dir() else "file", None))
+        check_links(name, [(rel, "symlink" if kind == "link" else kind, link) for _, rel, kind, link in plan])
+        plan.sort(key=lambda item: item[2] == "link")  # links last: nothing is ever written through one
         dest_real = os.path.realpath(dest)
+        made: list[str] = []
         bar = bar_factory("extract", name, sum(i.file_size for i, *_ in plan))
         try:
             for info, rel, kind, link in plan:
@@ -116,11 +205,13 @@ def _extract_zip(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
                     out.unlink()
                 if link is not None:  # kind "link": the only members planned with a target
                     os.symlink(link, out)
+                    made.append(rel)
                     continue
                 with zf.open(info) as src, open(out, "wb") as dst:
                     while chunk := src.read(_BUF):
                         dst.write(chunk)
                         bar.update(len(chunk))
+            _check_real_links(name, dest, made)
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
             raise CorruptArchiveError(f"{name} is damaged at member {info.filename!r} ({exc})") from exc
         finally:
@@ -137,8 +228,11 @@ def _extract_tar(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
             if isinstance(exc, OSError) and exc.errno is not None:
                 raise
             raise CorruptArchiveError(f"{name} is not a readable tar archive ({exc}): truncated or damaged") from exc
+        planned: list[tuple[str, str, str | None]] = []
         for m in members:
             rel = check_member_name(name, m.name)
+            kind = "symlink" if m.issym() else "hardlink" if m.islnk() else "dir" if m.isdir() else "file"
+            planned.append((rel, kind, m.linkname if kind.endswith("link") else None))
             if m.issym():
                 check_link_target(name, rel, m.linkname, relative_to_member=True)
             elif m.islnk():
@@ -146,12 +240,17 @@ def _extract_tar(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
             elif m.isdev() or m.isfifo() or not (m.isfile() or m.isdir()):
                 raise UnsafeArchiveError(f"{name}: member {m.name!r} is a device file, FIFO or special "
                                          "member; refusing the archive")
+        check_links(name, planned)
         bar = bar_factory("extract", name, sum(m.size for m in members if m.isfile()))
-        try:
-            for m in members:
+        made: list[str] = []
+        try:  # links last (stable sort: archive order otherwise), so nothing is written through one
+            for m, (rel, _, _) in sorted(zip(members, planned), key=lambda mp: mp[0].issym() or mp[0].islnk()):
                 tf.extract(m, dest, filter="data")
+                if m.issym():
+                    made.append(rel)
                 if m.isfile():
                     bar.update(m.size)
+            _check_real_links(name, dest, made)
         except tarfile.FilterError as exc:
             raise UnsafeArchiveError(f"{name}: {exc}; refusing the archive") from exc
         except (tarfile.ReadError, EOFError, zlib.error) as exc:
