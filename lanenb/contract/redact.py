@@ -35,7 +35,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -227,44 +227,35 @@ def redact_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     return dict(redact_data(spec))
 
 
+def _strings(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON-like value, with where it sits (``env.HF_TOKEN``, ``urls[0]``)."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _strings(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{where}[{i}]")
+
+
+def _named_secrets(env: Mapping[str, Any] | None) -> list[str]:
+    """The literal values of ``env``'s secret-named variables (references and empty ones left out)."""
+    return [str(v) for k, v in (env or {}).items() if is_secret_name(k) and is_secret(k, v)]
+
+
 def redacted_fields(spec: Mapping[str, Any]) -> list[str]:
     """The fields of a spec dict that hold :data:`REDACTED` (``env.HF_TOKEN``, ``urls[0]``...):
     what a spec read back from the registry lacks to run again (``retrain`` asks for them)."""
-    found: list[str] = []
-
-    def walk(value: Any, where: str) -> None:
-        if isinstance(value, str) and REDACTED in value:
-            found.append(where)
-        elif isinstance(value, Mapping):
-            for k, v in value.items():
-                walk(v, f"{where}.{k}" if where else str(k))
-        elif isinstance(value, (list, tuple)):
-            for i, v in enumerate(value):
-                walk(v, f"{where}[{i}]")
-
-    walk(spec, "")
-    return found
+    return [where for where, text in _strings(spec) if REDACTED in text]
 
 
 def secret_values(spec: Mapping[str, Any]) -> list[str]:
     """Every secret value in a spec dict: literal values of secret-named ``env`` variables and
     the credentials found by shape in any string. What :func:`remember_secrets` fingerprints."""
-    values: list[str] = []
     env = spec.get("env")
-    if isinstance(env, Mapping):
-        values += [v for k, v in env.items() if isinstance(v, str) and is_secret(k, v) and is_secret_name(k)]
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str):
-            values.extend(secret_parts(value))
-        elif isinstance(value, Mapping):
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
-
-    walk(spec)
+    values = _named_secrets(env if isinstance(env, Mapping) else None)
+    values += [part for _, text in _strings(spec) for part in secret_parts(text)]
     return sorted({v for v in values if len(v) >= MIN_SECRET_LEN and v != REDACTED})
 
 
@@ -453,9 +444,7 @@ def redact_text(text: str, env: Mapping[str, Any] | None = None) -> str:
     fingerprinted in ``$LANENB_HOME`` (any job's, from any kernel) and credentials by shape."""
     if not isinstance(text, str) or len(text) < MIN_SECRET_LEN:
         return text
-    literal = sorted({str(v) for k, v in (env or {}).items()
-                      if is_secret(k, v) and is_secret_name(k) and len(str(v)) >= MIN_SECRET_LEN},
-                     key=len, reverse=True)
+    literal = sorted({v for v in _named_secrets(env) if len(v) >= MIN_SECRET_LEN}, key=len, reverse=True)
     for value in literal:
         text = text.replace(value, REDACTED)
     try:

@@ -77,6 +77,7 @@ class Sweep:
         """Every trial so far, in order: state, parameters, objective value (its best epoch's),
         epochs reported, job name and, for a pruned or failed trial, why."""
         rows = []
+        pick = max if self.objective.direction == "maximize" else min
         for t in self._study.get_trials(deepcopy=False):
             state = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed",
                      "RUNNING": "running", "WAITING": "waiting"}.get(t.state.name, t.state.name.lower())
@@ -84,7 +85,6 @@ class Sweep:
             if t.value is not None:
                 value: float | None = t.value
             elif values:
-                pick = max if self.objective.direction == "maximize" else min
                 value = pick(values)
             else:
                 value = None
@@ -99,13 +99,17 @@ class Sweep:
     @property
     def best(self) -> dict[str, Any] | None:
         """The best finished trial: ``number``, ``job``, ``params``, ``value``; None before one."""
-        done = [(r.value, r) for r in self.trials() if r.state == "complete" and r.value is not None]
+        return self._best_of(self.trials(), self.objective)
+
+    @staticmethod
+    def _best_of(rows: list[TrialRow], objective: Objective) -> dict[str, Any] | None:
+        done = [(r.value, r) for r in rows if r.state == "complete" and r.value is not None]
         if not done:
             return None
-        pick = max if self.objective.direction == "maximize" else min
+        pick = max if objective.direction == "maximize" else min
         _, row = pick(done, key=lambda pair: pair[0])
         return {"number": row.number, "job": row.job, "params": row.params, "value": row.value,
-                "objective": self.objective.label}
+                "objective": objective.label}
 
     def _driver(self) -> Any:
         """The driver process when it runs (pid and start time both match), else None."""
@@ -132,10 +136,11 @@ class Sweep:
         """``running`` (its driver is alive), ``finished`` (every trial settled), ``stopped``,
         ``created`` (never started: ``start()``) or ``interrupted`` (the driver died with trials
         to go: ``resume()`` continues)."""
+        return self._state_of(self.trials(), self.settings)
+
+    def _state_of(self, rows: list[TrialRow], settings: SweepSettings) -> str:
         if self._driver() is not None:
             return "stopping" if stop_file(self.name).exists() else "running"
-        rows = self.trials()
-        settings = self.settings
         if any(r.why == "stopped with the sweep" for r in rows):
             return "stopped"
         started = [r for r in rows if r.state != "waiting"]
@@ -185,16 +190,16 @@ class Sweep:
         best trial marked; the title says the sweep's state and objective."""
         from lanenb.tables import Table
 
-        rows = self.trials()
-        best = (self.best or {}).get("number")
-        names = [d["name"] for d in self.settings.space]
+        rows, settings = self.trials(), self.settings  # read once: each is a query of the study
+        objective = settings.objective_
+        best = (self._best_of(rows, objective) or {}).get("number")
+        names = [d["name"] for d in settings.space]
         body = [[f"{r.number}{' *' if r.number == best else ''}", r.state,
                  *(_fmt(r.params.get(n)) for n in names), _fmt(r.value), str(r.epochs), r.job or "-", r.why or ""]
                 for r in rows if r.state != "waiting"]
-        settings = self.settings
-        title = (f"sweep {self.name}: {self.state}, {len(body)}/{settings.trials} trial(s), {settings.sampler} + "
-                 f"{settings.pruner}, {self.objective.direction} {self.objective.label}")
-        return Table(["trial", "state", *names, self.objective.label, "epochs", "job", "why"], body, title=title,
+        title = (f"sweep {self.name}: {self._state_of(rows, settings)}, {len(body)}/{settings.trials} trial(s), "
+                 f"{settings.sampler} + {settings.pruner}, {objective.direction} {objective.label}")
+        return Table(["trial", "state", *names, objective.label, "epochs", "job", "why"], body, title=title,
                      note="* the best finished trial" if best is not None else "", empty="(no trial yet)")
 
     def retrain(self, *, processes: int | None = None, batch_size: int | None = None, rule: str = "linear",

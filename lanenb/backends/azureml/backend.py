@@ -26,7 +26,7 @@ from lanenb.backends.azureml.rank_logs import decode_cursor, encode_cursor, new_
 from lanenb.backends.azureml.status import STATES, azureml_status, missing_status
 from lanenb.backends.azureml.workspace import AzureMLError, WorkspaceRef, ml_client, resolve_workspace
 from lanenb.contract.backend import Backend, LogChunk, LogLine
-from lanenb.contract.redact import redact_text
+from lanenb.contract.redact import redact_line
 from lanenb.errors import SpecError
 
 if TYPE_CHECKING:
@@ -222,13 +222,8 @@ class AzureMLBackend(Backend):
                     more = True
                     break
                 done[rank] = done.get(rank, 0) + size
-                out.append((self._redacted(line, spec), encode_cursor(done)))
+                out.append((redact_line(line, spec.env), encode_cursor(done)))
         return LogChunk(out, encode_cursor(done) if (out or done) else cursor, final and not more)
-
-    @staticmethod
-    def _redacted(line: LogLine, spec: TrainSpec) -> LogLine:
-        text = redact_text(line.text, spec.env)
-        return line if text == line.text else LogLine(line.rank, text, line.source, line.stream)
 
     def logs(self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool = False,
              worker: int | None = None) -> Iterator[LogLine]:

@@ -32,7 +32,7 @@ from lanenb.backends.kubernetes.manifests import (
 )
 from lanenb.backends.kubernetes.status import missing_status, mpijob_status
 from lanenb.contract.backend import Backend, LogChunk, LogLine
-from lanenb.contract.redact import redact_text
+from lanenb.contract.redact import redact_line
 from lanenb.kube.client import (
     INSTALL_HINT,
     MPIJOB_GROUP,
@@ -81,12 +81,6 @@ def _reused(job: dict[str, Any] | None, uid: str | None) -> bool:
     """Whether ``job`` is another MPIJob than the one with ``uid`` (same name, made later).
     A handle without a uid (submitted by an older lanenb) matches by name, as it always did."""
     return job is not None and bool(uid) and _uid(job) != uid
-
-
-def _redacted(line: LogLine, spec: TrainSpec) -> LogLine:
-    """A rank that echoes a secret's value (a traceback, a printed config) shows ``<redacted>``."""
-    text = redact_text(line.text, spec.env)
-    return line if text == line.text else LogLine(line.rank, text, line.source, line.stream)
 
 
 class KubernetesBackend(Backend):
@@ -294,7 +288,7 @@ class KubernetesBackend(Backend):
              worker: int | None = None) -> Iterator[LogLine]:
         """The launcher's log (every rank's lines, tagged by mpirun); ``worker=N``: rank N's lines
         only, as on the local backend (a worker pod itself only runs sshd)."""
-        lines = (_redacted(line, spec) for line in self._launcher_logs(spec, handle, follow=follow))
+        lines = (redact_line(line, spec.env) for line in self._launcher_logs(spec, handle, follow=follow))
         if worker is None:
             yield from lines
         else:
@@ -335,7 +329,7 @@ class KubernetesBackend(Backend):
         closed = container_terminated(pod)  # decided before reading, like the local backend
         read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], "launcher", pos,
                                     tail_lines=tail_lines)
-        lines = [(_redacted(line, spec), c) for line, c in to_log_lines_with_cursors(read, "launcher")]
+        lines = [(redact_line(line, spec.env), c) for line, c in to_log_lines_with_cursors(read, "launcher")]
         more = len(lines) > max_lines
         lines = lines[:max_lines]
         return LogChunk(lines, lines[-1][1] if lines else cursor, closed and not more)

@@ -434,10 +434,11 @@ class LocalBackend(Backend):
         are left alone and named in ``job.log``."""
         if not handle or (handle.get("host") and handle["host"] != socket.gethostname()):
             return
-        if self._supervisor(handle) is not None or self._scan(handle)[0]:
+        ours, strangers = self._scan(handle)  # one pass over the machine's processes
+        if self._supervisor(handle) is not None or ours:
             self._stop(handle)
         else:
-            self._say_left_alone(handle, self._scan(handle)[1])
+            self._say_left_alone(handle, strangers)
 
     def _say_left_alone(self, handle: dict[str, Any], strangers: list[psutil.Process]) -> None:
         """One ``job.log`` line (shown as the supervisor's) naming processes cancel did not signal."""
