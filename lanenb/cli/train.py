@@ -21,7 +21,7 @@ from lanenb.contract.spec import TrainSpec
 from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine
 from lanenb.launch.mpirun import LaunchError, launch_env, run_local
-from lanenb_trainer.config import TrainConfig, parse_config
+from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.progress import is_terminal
 
 if TYPE_CHECKING:
@@ -156,14 +156,26 @@ def launch_in_console(cfg: TrainConfig, processes: int, renderer: ConsoleRendere
         renderer.close()
 
 
-def follow_job(job: Job, renderer: ConsoleRenderer) -> int:
-    """Print a submitted job's log through ``renderer`` until it ends; Ctrl-C detaches."""
+def follow_job(job: Job, renderer: ConsoleRenderer, *, cancel_on_interrupt: bool = False) -> int:
+    """Print a submitted job's log through ``renderer`` until it ends.
+
+    Ctrl-C detaches (the job keeps running), or with ``cancel_on_interrupt`` (a foreground
+    ``lanenb train``) cancels the job and waits for its ranks to go.
+
+    Returns:
+        0 if the job succeeded, 1 if it ended otherwise, 130 on Ctrl-C.
+    """
     try:
         for update in job.updates():
             if update.line is not None:
                 renderer(update.line)
     except KeyboardInterrupt:
-        print(f"detached: {job.name} keeps running (lanenb jobs cancel {job.name} stops it)", file=sys.stderr)
+        if cancel_on_interrupt:
+            renderer.close()
+            job.cancel()
+            print(f"interrupted: all ranks stopped ({job.name} cancelled)", file=sys.stderr)
+        else:
+            print(f"detached: {job.name} keeps running (lanenb jobs cancel {job.name} stops it)", file=sys.stderr)
         return 130
     finally:
         renderer.close()
@@ -202,35 +214,35 @@ def cmd_train(args: argparse.Namespace) -> int:
             text, problems = dry_run_text(spec)
             print(text, flush=True)
             return 1 if problems else 0
-        if spec.backend == "local" and not (args.detach or args.wait):
-            run_dir = spec.run_dir or default_run_dir()
-            cfg = parse_config(spec.trainer_args(run_dir), env={**os.environ, **spec.env})
+        if spec.backend == "local" and not (args.detach or args.wait) and not spec.run_dir:
+            spec = spec.replace(run_dir=default_run_dir())
     except UserError as exc:
         print(f"lanenb train: error: {exc}", file=sys.stderr)
         return 2
     renderer = ConsoleRenderer(show_system=args.show_system, raw=args.raw)
-    if spec.backend != "local" or args.detach or args.wait:
-        from lanenb.jobs import submit
+    from lanenb.jobs import submit
 
-        try:
-            job = submit(spec)
-        except UserError as exc:
-            print(f"lanenb train: error: {exc}", file=sys.stderr)
-            return 2
+    try:
+        job = submit(spec)
+    except UserError as exc:
+        print(f"lanenb train: error: {exc}", file=sys.stderr)
+        return 2
+    if args.detach or args.wait or spec.backend != "local":
         print(f"submitted {job.name} ({spec.backend}); run dir {job.run_dir}", flush=True)
-        if args.detach:
-            print(f"follow it: lanenb jobs logs -f {job.name}    stop it: lanenb jobs cancel {job.name}")
-            return 0
-        if args.wait:
-            return wait_quietly(job, args.timeout)
+    if args.detach:
+        print(f"follow it: lanenb jobs logs -f {job.name}    stop it: lanenb jobs cancel {job.name}")
+        return 0
+    if args.wait:
+        return wait_quietly(job, args.timeout)
+    if spec.backend != "local":
         return follow_job(job, renderer)
-    print(f"run dir: {cfg.run_dir}", flush=True)
-    code = launch_in_console(cfg, spec.processes, renderer, prog="lanenb train", env=spec.env)
-    if code == 130:
-        print("interrupted: all ranks stopped", file=sys.stderr)
-    elif code != 0:
-        print(f"training failed (exit status {code}); see the error above and {cfg.run_dir}/events.jsonl",
-              file=sys.stderr)
-    else:
-        print(f"done: metrics in {cfg.run_dir}/metrics.json", flush=True)
+    # in the foreground, the run is a job like any other (in %lanejobs, the sidebar, jobs list) whose
+    # ranks belong to this command: Ctrl-C or SIGTERM cancels it
+    print(f"{job.name}: run dir {job.run_dir}", flush=True)
+    _stop_on_sigterm()
+    code = follow_job(job, renderer, cancel_on_interrupt=True)
+    if code == 1:
+        print(f"training failed; see the error above and {job.run_dir}/events.jsonl", file=sys.stderr)
+    elif code == 0:
+        print(f"done: metrics in {job.run_dir}/metrics.json", flush=True)
     return code

@@ -8,4 +8,5 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from homes import lanenb_home  # noqa: F401  # a foreground `lanenb train` is a job: its own registry
 from trainer_support import synth_root  # noqa: F401

@@ -88,3 +88,24 @@ def test_demo_end_to_end_as_the_readme_runs_it(tmp_path):
     assert 0.0 <= metrics["test"]["accuracy"] <= 1.0
     for png in ("preview.png", "predictions.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_foreground_run_is_a_job_listed_like_any_other(synth_root, tmp_path, capsys):
+    """``lanenb train`` in the foreground goes through the Job API: the run is in ``jobs list``
+    (and so in ``%lanejobs`` and the sidebar) with its state and metrics."""
+    import json
+
+    from lanenb.jobs import list_jobs
+    from trainer_support import train_args
+
+    args = train_args(synth_root, tmp_path / "run", engine="ddp", epochs=1, max_steps=2)
+    assert main(["train", "--processes", "2", "--name", "fg-run", *args]) == 0
+    out = capsys.readouterr().out
+    assert "fg-run: run dir" in out and "done: metrics in" in out
+    [job] = [j for j in list_jobs() if j.name == "fg-run"]
+    assert job.status().state.value == "succeeded"
+    assert job.run_dir == str(tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["world_size"] == 2
+    capsys.readouterr()
+    assert main(["jobs", "list"]) == 0
+    assert "fg-run" in capsys.readouterr().out
