@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
@@ -230,13 +229,3 @@ def run_local(processes: int, trainer_args: Sequence[str], *, env: Mapping[str, 
         if proc.poll() is None:
             stop(proc, grace=grace)
     return 130 if interrupted else int(proc.returncode)
-
-
-def wait_for(proc: subprocess.Popen, timeout: float) -> int | None:
-    """Poll helper for callers streaming in another thread."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return proc.returncode
-        time.sleep(0.05)
-    return None

@@ -95,8 +95,9 @@ def test_a_foreground_run_is_a_job_listed_like_any_other(synth_root, tmp_path, c
     (and so in ``%lanejobs`` and the sidebar) with its state and metrics."""
     import json
 
-    from lanenb.jobs import list_jobs
     from trainer_support import train_args
+
+    from lanenb.jobs import list_jobs
 
     args = train_args(synth_root, tmp_path / "run", engine="ddp", epochs=1, max_steps=2)
     assert main(["train", "--processes", "2", "--name", "fg-run", *args]) == 0

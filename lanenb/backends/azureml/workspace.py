@@ -79,10 +79,6 @@ class WorkspaceRef:
         return {"subscription_id": self.subscription_id, "resource_group": self.resource_group,
                 "workspace": self.workspace}
 
-    def arm_id(self) -> str:
-        return (f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}/providers/"
-                f"Microsoft.MachineLearningServices/workspaces/{self.workspace}")
-
     def __str__(self) -> str:
         return f"{self.workspace} (resource group {self.resource_group}, subscription {self.subscription_id})"
 
