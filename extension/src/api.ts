@@ -37,6 +37,8 @@ export interface IVerdict {
   host: string | null;
   value: number | null;
   line: string;
+  /** ok / warn / error / muted (lanenb.charts.vocabulary): the CSS variable --lanenb-<severity>. */
+  severity: 'ok' | 'active' | 'warn' | 'error' | 'muted';
 }
 
 /** One row of lanenb.analysis.summary.job_summary: the same fields %lanejobs and
@@ -65,9 +67,8 @@ export interface IJobSummary {
   utilisation: IUtilisation;
   final: boolean;
   error: string | null;
-  /** The doctor's line ("input-bound: ranks wait 41% ..."), null when the row has an error. */
-  verdict: string | null;
-  verdict_kind: IVerdict['kind'] | null;
+  /** The doctor's verdict, null when no face shows one (lanenb.analysis.doctor.shown_verdict). */
+  verdict: IVerdict | null;
   breakdown: { [rank: string]: IStepSplit };
 }
 
@@ -121,7 +122,8 @@ export interface IRunState {
   breakdown?: { [rank: string]: IStepSplit };
   /** Per rank: the latest timing window, with `host` and `device`. */
   timing?: { [rank: string]: { host?: string | null; device?: string | null } };
-  verdict?: IVerdict;
+  /** The doctor's verdict, null when no face shows one (lanenb.analysis.doctor.shown_verdict). */
+  verdict?: IVerdict | null;
   eta_s?: number | null;
   world_size?: number | null;
   /** One row per rank (lanenb.analysis.chartdata.rank_table). */
@@ -192,6 +194,85 @@ export interface ISnapshotDiff {
   changes: IFileChange[];
 }
 
+/** A sweep's state (lanenb.sweeps.Sweep.state); "unknown" when its study could not be read. */
+export type SweepState =
+  | 'running'
+  | 'stopping'
+  | 'finished'
+  | 'stopped'
+  | 'created'
+  | 'interrupted'
+  | 'unknown';
+
+/** The best finished trial of a sweep (lanenb.sweeps.Sweep.best). */
+export interface ISweepBest {
+  number: number;
+  job: string | null;
+  params: { [name: string]: number | string | boolean | null };
+  value: number;
+  /** The objective's label, e.g. "val.accuracy". */
+  objective: string;
+}
+
+/** One row of GET /lanenb/sweeps (lanenb.sweeps.Sweep.summary), newest sweep first. A sweep
+ * whose study could not be read has `error` set, state "unknown" and the rest null. */
+export interface ISweepSummary {
+  name: string;
+  state: SweepState;
+  /** Trials asked for in all, settled ones (complete, pruned or failed), running ones. */
+  trials_total: number | null;
+  trials_done: number | null;
+  trials_running: number | null;
+  best: ISweepBest | null;
+  objective: { label: string; direction: 'maximize' | 'minimize' } | null;
+  sampler: string | null;
+  pruner: string | null;
+  error?: string;
+}
+
+/** One trial of the trials table (lanenb.sweeps.TrialRow.to_dict): `value` is its best
+ * epoch's objective, `epochs` the validation results it reported, `why` says why a trial was
+ * pruned ("pruned at epoch 2: val.accuracy 0.610, ...") or failed. */
+export interface ITrialRow {
+  number: number;
+  state: 'running' | 'complete' | 'pruned' | 'failed' | 'waiting';
+  params: { [name: string]: number | string | boolean | null };
+  value: number | null;
+  epochs: number;
+  job: string | null;
+  why: string | null;
+}
+
+/** One searched flag (lanenb.sweeps.space.Dimension). */
+export interface ISearchDimension {
+  name: string;
+  kind: 'float' | 'int' | 'choice';
+  low: number | null;
+  high: number | null;
+  log: boolean;
+  choices: (number | string | boolean)[];
+}
+
+/** GET /lanenb/sweeps/<name> (lanenb.server.api.sweep_detail): the summary, the trials table,
+ * the settings (the base job with secret-looking values redacted) and the %lanesweep chart as
+ * one Vega-Lite spec per part (values inline). */
+export interface ISweepDetail extends ISweepSummary {
+  params: string[];
+  trials: ITrialRow[];
+  settings: {
+    space: ISearchDimension[];
+    trials: number;
+    parallel: number;
+    sampler: string;
+    pruner: string;
+    min_epochs: number;
+    seed: number | null;
+    objective: { split: string; field: string; direction: 'maximize' | 'minimize' };
+    base: { [field: string]: unknown };
+  };
+  charts: Spec[];
+}
+
 /** An error the server answered with: its JSON ``message`` is meant for people. */
 export class APIError extends Error {
   constructor(
@@ -245,6 +326,13 @@ export const api = {
     }),
   stop: (name: string) =>
     requestAPI<{ status: { state: string } }>(`jobs/${enc(name)}/stop`, {
+      method: 'POST',
+      body: JSON.stringify({ confirm: name })
+    }),
+  sweeps: () => requestAPI<{ sweeps: ISweepSummary[] }>('sweeps'),
+  sweep: (name: string) => requestAPI<ISweepDetail>(`sweeps/${enc(name)}`),
+  stopSweep: (name: string) =>
+    requestAPI<{ name: string; state: SweepState }>(`sweeps/${enc(name)}/stop`, {
       method: 'POST',
       body: JSON.stringify({ confirm: name })
     }),

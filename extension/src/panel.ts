@@ -172,11 +172,10 @@ export class JobPanel extends Widget {
     // the server's words for the headline, so the panel says what the notebook says
     this._headline.textContent = run?.headline ? run.headline.text : '';
     this._headline.hidden = !run?.headline;
-    const verdict = run?.verdict;
-    const measured = verdict && (verdict.kind !== 'unknown' || run?.breakdown);
-    this._verdict.textContent = measured ? verdict.line : '';
-    this._verdict.dataset.kind = measured ? verdict.kind : '';
-    this._verdict.hidden = !measured;
+    const verdict = run?.verdict; // null when the server's one rule shows none
+    this._verdict.textContent = verdict ? verdict.line : '';
+    this._verdict.dataset.kind = verdict ? verdict.kind : '';
+    this._verdict.hidden = !verdict;
   }
 
   private drawRanks(rows: IRankRow[]): void {

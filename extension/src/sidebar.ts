@@ -1,6 +1,7 @@
 // The "Lane training" sidebar: a jobs table that reads at a glance (state chip, progress with
 // ETA, the headline with its model label, a utilisation sparkline with its scale, Stop, the
-// doctor's verdict) and the snapshots grouped by run (short ids, sizes, relative dates; pick
+// doctor's verdict), the sweeps (sweeps.ts: a click opens the trials table and chart) and the
+// snapshots grouped by run (short ids, sizes, relative dates; pick
 // two to diff, Restore one into a new directory). Refreshed by a Poll that stands by while the
 // sidebar is hidden; every control is a button or checkbox, so the keyboard reaches it.
 import { Dialog, InputDialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
@@ -10,6 +11,7 @@ import { Widget } from '@lumino/widgets';
 import { api, IJobSummary, ISnapshot, ISnapshotDiff } from './api';
 import { sparkline } from './charts';
 import { el, formatBytes, formatDuration, relativeTime, stateChip } from './dom';
+import { SweepList } from './sweeps';
 
 const RUNNING = new Set(['pending', 'running', 'restarting', 'suspended']);
 const SHORT_ID = 8;
@@ -67,6 +69,7 @@ export class LaneSidebar extends Widget {
     this.title.caption = 'Lane training';
     const header = el('div', 'lanenb-sidebar-header', 'Lane training');
     this._jobs = el('div', 'lanenb-jobs');
+    this._sweeps = new SweepList(() => void this.refreshNow());
     this._snaps = el('div', 'lanenb-snapshots');
     this._message = el('div', 'lanenb-message');
     this._message.setAttribute('role', 'status');
@@ -76,7 +79,16 @@ export class LaneSidebar extends Widget {
     this._diff.onclick = () => this.diffPicked();
     const snapHead = el('h3', 'lanenb-section');
     snapHead.append(el('span', '', 'Snapshots'), this._diff);
-    this.node.append(header, this._message, el('h3', 'lanenb-section', 'Jobs'), this._jobs, snapHead, this._snaps);
+    this.node.append(
+      header,
+      this._message,
+      el('h3', 'lanenb-section', 'Jobs'),
+      this._jobs,
+      el('h3', 'lanenb-section', 'Sweeps'),
+      this._sweeps.node,
+      snapHead,
+      this._snaps
+    );
     this._poll = new Poll({
       auto: true,
       factory: () => this.refresh(),
@@ -88,6 +100,7 @@ export class LaneSidebar extends Widget {
 
   dispose(): void {
     this._poll.dispose();
+    this._sweeps.dispose();
     super.dispose();
   }
 
@@ -98,12 +111,13 @@ export class LaneSidebar extends Widget {
 
   async refresh(): Promise<void> {
     try {
-      const [{ jobs }, { snapshots }] = await Promise.all([api.jobs(), api.snapshots()]);
+      const [{ jobs }, { sweeps }, { snapshots }] = await Promise.all([api.jobs(), api.sweeps(), api.snapshots()]);
       if (this._message.dataset.kind === 'error') {
         this._message.textContent = '';
         this._message.dataset.kind = '';
       }
       this.renderJobs(jobs);
+      this._sweeps.render(sweeps);
       this.renderSnapshots(snapshots);
     } catch (err) {
       this.say(`lanenb: ${(err as Error).message}`, 'error');
@@ -166,10 +180,10 @@ export class LaneSidebar extends Widget {
     const bottom = el('div', 'lanenb-job-row');
     const util = job.utilisation;
     bottom.appendChild(sparkline(util.values, util.metric === 'gpu_util' ? 'GPU' : 'CPU'));
-    if (job.verdict && job.verdict_kind && job.verdict_kind !== 'unknown') {
-      const verdict = el('span', 'lanenb-verdict lanenb-job-verdict', job.verdict);
-      verdict.dataset.kind = job.verdict_kind;
-      verdict.title = job.verdict;
+    if (job.verdict) {
+      const verdict = el('span', 'lanenb-verdict lanenb-job-verdict', job.verdict.line);
+      verdict.dataset.kind = job.verdict.kind;
+      verdict.title = job.verdict.line;
       bottom.appendChild(verdict);
     }
     item.append(top, middle, bottom);
@@ -291,6 +305,7 @@ export class LaneSidebar extends Widget {
 
   private _picked: string[] = [];
   private readonly _jobs: HTMLDivElement;
+  private readonly _sweeps: SweepList;
   private readonly _snaps: HTMLDivElement;
   private readonly _message: HTMLDivElement;
   private readonly _diff: HTMLButtonElement;

@@ -36,11 +36,12 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from lanenb.analysis.runstate import TIMING_HISTORY
+from lanenb.charts.vocabulary import verdict_severity
 
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
 
-__all__ = ["Verdict", "diagnose", "suggest_workers", "KINDS", "INPUT_SHARE", "STRAGGLER_RATIO",
+__all__ = ["Verdict", "diagnose", "shown_verdict", "suggest_workers", "KINDS", "INPUT_SHARE", "STRAGGLER_RATIO",
            "STRAGGLER_WAIT", "EXCHANGE_SHARE", "GPU_UTIL_LOW", "GPU_MIN_SAMPLES", "PERSIST"]
 
 KINDS = ("input-bound", "straggler", "exchange-bound", "gpu-underused", "healthy", "unknown")
@@ -104,9 +105,16 @@ class Verdict:
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}" + (f"; {self.action}" if self.action else "")
 
+    @property
+    def severity(self) -> str:
+        """``ok``, ``warn``, ``error`` or ``muted`` (lanenb.charts.vocabulary): the colour every
+        face gives this verdict."""
+        return verdict_severity(self.kind)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON for the server and the sidebar: the fields plus ``line`` (``str(self)``)."""
-        return {**asdict(self), "line": str(self)}
+        """JSON for the server and the sidebar: the fields plus ``line`` (``str(self)``) and
+        ``severity``."""
+        return {**asdict(self), "line": str(self), "severity": self.severity}
 
 
 Window = Mapping[int, Mapping[str, Any]]  # rank -> one timing window (docs/EVENTS.md fields)
@@ -124,6 +132,22 @@ def diagnose(state: RunState) -> Verdict:
         if verdict is not None:
             return verdict
     return _healthy(windows)
+
+
+def shown_verdict(state: RunState) -> Verdict | None:
+    """The verdict a view shows for ``state``, or None: the one rule of every face (live view,
+    ``%lanejobs``, the sidebar's list and job panel).
+
+    A named cause or ``healthy`` always shows; ``unknown`` shows only while the ranks report
+    step timing ("measuring: 1 timing window so far": a verdict is coming); a run that never
+    reported timing (not started yet, ``--timing-every 0``, a program that is not the trainer)
+    shows nothing rather than "unknown: no step timing yet".
+    """
+    verdict = diagnose(state)
+    if verdict.kind != "unknown":
+        return verdict
+    timing_off = state.config.get("timing_every") == 0
+    return verdict if state.timing and not timing_off else None
 
 
 # ---------------------------------------------------------------------------- windows

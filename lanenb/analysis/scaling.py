@@ -25,6 +25,7 @@ from typing import Any
 from lanenb.analysis.charted import ChartedReport
 from lanenb.analysis.doctor import diagnose
 from lanenb.analysis.runstate import RunState, format_duration
+from lanenb.charts.vocabulary import verdict_severity
 from lanenb.contract.spec import SpecError
 from lanenb.home import lanenb_home, make_private_dir
 from lanenb.jobs import Job, TrainSpec, get_job, submit
@@ -56,7 +57,9 @@ class ScalePoint:
     # mean shares over ranks of data / compute / exchange / other in a post-warm-up step (from
     # the ranks' timing events); None for runs without timing and reports saved before it
     breakdown: dict[str, float] | None = None
-    verdict: str | None = None  # the doctor's line at the run's end ("exchange-bound: 38% ...")
+    # the doctor's verdict at the run's end (``Verdict.to_dict()``: kind, line "exchange-bound: 38% ...",
+    # severity); None without timing or before a verdict
+    verdict: dict[str, Any] | None = None
 
 
 def _median(values: Sequence[float]) -> float:
@@ -100,7 +103,7 @@ def point_from_events(processes: int, job: str, events: Iterable[Event], warmup:
     verdict = diagnose(state) if state.timing else None
     return ScalePoint(processes, job, _median(ips), _median(step_times), len(ips), batch, frames, kind,
                       {r: sum(v) / len(v) for r, v in sorted(table.items())}, step_split(timing, warmup),
-                      None if verdict is None or verdict.kind == "unknown" else str(verdict))
+                      None if verdict is None or verdict.kind == "unknown" else verdict.to_dict())
 
 
 def step_split(events: Iterable[Event], warmup: int = 0) -> dict[str, float] | None:
@@ -182,7 +185,8 @@ class ScalingReport(ChartedReport):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScalingReport:
-        points = [ScalePoint(**{**p, "utilisation": {int(k): v for k, v in p["utilisation"].items()}})
+        points = [ScalePoint(**{**p, "utilisation": {int(k): v for k, v in p["utilisation"].items()},
+                                "verdict": _saved_verdict(p.get("verdict"))})
                   for p in data["points"]]
         return cls(points, data.get("mode", "weak"), data.get("epochs", 1), data.get("frames"),
                    data.get("created", time.time()))
@@ -222,8 +226,8 @@ class ScalingReport(ChartedReport):
                          f"{r['ideal']:.0f}x", f"{r['efficiency']:.0%}",
                          "-" if r["exchange_share"] is None else f"{r['exchange_share']:.0%}", util,
                          "-" if r["projected_s"] is None else format_duration(r["projected_s"]),
-                         _split_text(r["breakdown"]), r["verdict"].split(":", 1)[0] if r["verdict"] else "-"])
-        notes = [f"{r['processes']} ranks: {r['verdict']}" for r in rows if r["verdict"]]
+                         _split_text(r["breakdown"]), r["verdict"]["kind"] if r["verdict"] else "-"])
+        notes = [f"{r['processes']} ranks: {r['verdict']['line']}" for r in rows if r["verdict"]]
         png, why = self.png_or_reason()
         if why:
             notes.append(why)
@@ -232,6 +236,14 @@ class ScalingReport(ChartedReport):
 
     def __repr__(self) -> str:
         return self.table().text()
+
+
+def _saved_verdict(saved: Any) -> dict[str, Any] | None:
+    """A saved point's verdict: reports saved before verdicts were dicts hold the line only."""
+    if isinstance(saved, str):
+        kind, _, message = saved.partition(": ")
+        return {"kind": kind, "message": message, "line": saved, "severity": verdict_severity(kind)}
+    return saved
 
 
 def _split_text(split: Mapping[str, float] | None) -> str:

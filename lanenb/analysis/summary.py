@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from lanenb.analysis.doctor import diagnose
+from lanenb.analysis.doctor import shown_verdict
 from lanenb.analysis.runstate import RunState, tail_state
 
 if TYPE_CHECKING:
@@ -63,13 +63,14 @@ def job_summary(job: Job, state: RunState, *, now: float | None = None) -> dict[
         epoch 6"); ``headline`` (``Headline.to_dict()``: the figure, its label, ``text`` and the
         other test model's figure, or None); ``loss``, ``summary`` (one status line),
         ``final`` (nothing will change any more), ``utilisation``, ``error`` (None);
-        ``verdict`` (the doctor's line, e.g. "input-bound: ranks wait 41% of each step for
-        data; ..."), ``verdict_kind`` (its first word) and ``breakdown`` (per rank, as a string
-        key: the shares of data / compute / exchange / other and ``step_s``).
+        ``verdict`` (``Verdict.to_dict()``: ``kind``, ``line`` "input-bound: ranks wait 41% of
+        each step for data; ...", ``severity``...; None when the one rule of ``shown_verdict``
+        says a view shows none) and ``breakdown`` (per rank, as a string key: the shares of
+        data / compute / exchange / other and ``step_s``).
     """
     found = state.headline()
     acc = None if found is None else found.accuracy
-    verdict = diagnose(state)
+    verdict = shown_verdict(state)
     return {
         "name": job.name, "backend": job.backend_name, "created": job.created, "age_s": _age(job, now),
         "run_dir": job.run_dir,
@@ -82,7 +83,7 @@ def job_summary(job: Job, state: RunState, *, now: float | None = None) -> dict[
         "headline": None if found is None else found.to_dict(),
         "loss": state.loss, "summary": state.summary(), "final": state.finished or state.state == "lost",
         "utilisation": utilisation(state), "error": None,
-        "verdict": str(verdict), "verdict_kind": verdict.kind,
+        "verdict": None if verdict is None else verdict.to_dict(),
         "breakdown": {str(r): v for r, v in state.breakdown().items()},
     }
 
@@ -98,7 +99,7 @@ def error_summary(job: Job, exc: BaseException, *, now: float | None = None) -> 
         "progress": None, "step": None, "total_steps": None, "eta_s": None, "accuracy": None,
         "accuracy_split": None, "accuracy_label": None, "headline": None, "loss": None, "summary": None, "final": False,
         "utilisation": {"metric": None, "values": [], "last": {}}, "error": error,
-        "verdict": None, "verdict_kind": None, "breakdown": {},
+        "verdict": None, "breakdown": {},
     }
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["SCHEMA", "PANELS", "REPORT_MIME", "panel", "run_panels", "with_values", "datasets", "concat", "to_png",
-           "STEP_COLOURS", "scaling_chart", "compare_chart", "sweep_chart"]
+           "STEP_COLOURS", "scaling_chart", "compare_chart", "sweep_chart", "report_panels"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
@@ -267,6 +267,20 @@ def _report(parts: list[dict[str, Any]], title: str, *, shared_colour: bool = Fa
     return {"$schema": _REPORT_SCHEMA, "title": {"text": title, "anchor": "start", "fontSize": 13},
             "hconcat": parts, "autosize": {"type": "pad"}, "config": {"axis": _FONT, "legend": _FONT},
             "resolve": {"scale": {"color": "shared" if shared_colour else "independent"}}}
+
+
+def report_panels(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each chart of a report (``sweep_chart``, ``compare_chart``...) as a spec of its own, in the
+    live panels' schema and named by its title (``usermeta.lanenb.panel``): a narrow face (the
+    sidebar) lets them wrap one under another instead of scrolling one wide row sideways."""
+    out = []
+    for part in report.get("hconcat", ()):
+        spec = copy.deepcopy(dict(part))
+        title = spec.get("title", {})
+        name = title.get("text", "chart") if isinstance(title, Mapping) else str(title)
+        out.append({"$schema": SCHEMA, **spec, "autosize": {"type": "pad"},
+                    "usermeta": {"lanenb": {"panel": name}}, "config": copy.deepcopy(report.get("config", {}))})
+    return out
 
 
 _RANKS_AXIS = {"field": "ranks", "type": "ordinal", "title": "ranks", "axis": {"labelAngle": 0}}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from lanenb.commands.sweep_args import SWEEP_FLAGS, add_sweep_arguments
+from lanenb.commands.sweep_args import LR_RULE_FLAG, SWEEP_FLAGS, add_sweep_arguments
 
 __all__ = ["register"]
 
@@ -30,6 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sp = sub.add_parser(name, help=helptext)
         sp.add_argument("name")
         sp.set_defaults(func=func)
+        if name == "show":  # the winner at another size: the learning rate it needs there
+            sp.add_argument("--processes", "-np", type=int, metavar="N",
+                            help="show the learning rate the best trial needs on N ranks")
+            sp.add_argument("--batch-size", type=int, metavar="N",
+                            help="show the learning rate the best trial needs at a per-rank batch of N")
+            sp.add_argument(*LR_RULE_FLAG[0], **LR_RULE_FLAG[1])
     ls = sub.add_parser("list", help="the sweeps of this LANENB_HOME")
     ls.set_defaults(func=cmd_list)
 
@@ -47,9 +53,15 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from lanenb.commands.sweep_args import report_size
     from lanenb.sweeps import attach
 
-    print(attach(args.name).table().text())
+    size = report_size(args)
+    s = attach(args.name)
+    table = s.table()
+    if size:  # the winner's learning rate at that size, under the table as the notebook shows it
+        table.note = "\n".join(x for x in (table.note, s.size_note(**size)) if x)
+    print(table.text())
     return 0
 
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from lanenb.snapshots.base import Snapshot, SnapshotInputError, fmt_size
 from lanenb.tables import Table
 
-__all__ = ["add_snap_arguments", "run_snap", "versions_table", "job_of"]
+__all__ = ["add_snap_arguments", "run_snap", "versions_table", "snapshot_job"]
 
 
 _Parser = TypeVar("_Parser", bound=argparse.ArgumentParser)
@@ -82,14 +82,14 @@ def _labels(items: list[str]) -> dict[str, str]:
     return out
 
 
-def job_of(snap: Snapshot, links: dict[tuple[str, str], dict[str, Any]]) -> str:
+def snapshot_job(snap: Snapshot, links: dict[tuple[str, str], dict[str, Any]]) -> str:
     link = links.get((snap.backend, snap.id))
     return link["job"] if link else snap.labels.get("job", "-")
 
 
 def versions_table(snapshots: list[Snapshot], links: dict[tuple[str, str], dict[str, Any]] | None = None) -> Table:
     links = links if links is not None else registry_links()
-    rows = [[s.id, s.name, job_of(s, links), s.labels.get("role", "-"), s.labels.get("accuracy", "-"),
+    rows = [[s.id, s.name, snapshot_job(s, links), s.labels.get("role", "-"), s.labels.get("accuracy", "-"),
              s.created_text, fmt_size(s.size), s.volume, "ready" if s.ready else (s.error or "not ready")]
             for s in snapshots]
     return Table(["id", "name", "job", "role", "accuracy", "date", "size", "volume", "state"], rows,
@@ -109,7 +109,7 @@ def run_snap(args: argparse.Namespace, *, progress: bool = True) -> Any:
         snaps = store.list(args.volume, _labels(args.label))
         links = registry_links()
         if args.job:
-            snaps = [s for s in snaps if job_of(s, links) == args.job]
+            snaps = [s for s in snaps if snapshot_job(s, links) == args.job]
         return versions_table(snaps, links)
     if args.action == "show":
         snap = store.get(args.id)

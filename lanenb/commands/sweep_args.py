@@ -16,7 +16,8 @@ from lanenb.sweeps.params import SPEC_SEARCHABLE, TRAINER_SEARCHABLE
 from lanenb.sweeps.space import is_search_value
 from lanenb.sweeps.study import PRUNERS, SAMPLERS
 
-__all__ = ["SWEEP_FLAGS", "add_sweep_arguments", "split_search", "sweep_from_args", "sweep_from_argv"]
+__all__ = ["LR_RULE_FLAG", "SWEEP_FLAGS", "add_sweep_arguments", "report_size", "split_search", "sweep_from_args",
+           "sweep_from_argv"]
 
 SWEEP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--trials",), dict(type=int, default=8, metavar="N", help="trials in all, pruned ones included (default 8)")),
@@ -36,6 +37,33 @@ SWEEP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--sampler-seed",), dict(type=int, default=None, metavar="N",
                                help="the sampler's seed (a repeatable search; --seed is the trainer's)")),
 ]
+
+# with a sweep that exists (%lanesweep --attach NAME, lanenb sweep show NAME) and another size
+# (-np N, --batch-size N): how the winner's learning rate follows
+LR_RULE_FLAG: tuple[tuple[str, ...], dict[str, Any]] = (
+    ("--lr-rule",), dict(default=None, choices=("linear", "sqrt"),
+                         help="with --processes/--batch-size on a sweep that exists: the learning rate the winner "
+                              "needs at that size, by the linear (default) or square-root rule"))
+
+
+def report_size(ns: argparse.Namespace) -> dict[str, Any]:
+    """``Sweep.report``'s keywords from a line that shows a sweep that exists: the size asked for
+    (``-np``, ``--batch-size``) and ``--lr-rule``; empty when no size is given.
+
+    Raises:
+        UserError: a range or list given as the size (one size is shown at a time), or
+            ``--lr-rule`` without a size.
+    """
+    size = {k: getattr(ns, k, None) for k in ("processes", "batch_size")}
+    for key, value in size.items():
+        if isinstance(value, str):
+            raise UserError(f"--{key.replace('_', '-')} {value}: give one size to see the winner at, not a range "
+                            "or a list")
+    size = {k: v for k, v in size.items() if v is not None}
+    rule = getattr(ns, "lr_rule", None)
+    if rule is not None and not size:
+        raise UserError(f"--lr-rule {rule}: give the size to scale the winner to (--processes N, --batch-size N)")
+    return {**size, "rule": rule or "linear"} if size else {}
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -21,12 +21,15 @@ from lanenb.contract.fields import (
     reject_unknown,
 )
 from lanenb.errors import SpecError
-from lanenb.kube.rules import toleration_problem
+from lanenb.kube.rules import label_problem, toleration_problem
 
 __all__ = ["KubernetesOptions", "CLEAN_POD_POLICIES"]
 
 CLEAN_POD_POLICIES = ("Running", "All", "None")
 _RESOURCE_NAME = re.compile(r"^rdma/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# labels the manifest (lanenb's own, RUN:AI's project) or the MPI Operator set on the job and its pods
+_RESERVED_LABELS = ("app.kubernetes.io/managed-by", "app.kubernetes.io/name", "app.kubernetes.io/instance", "project")
+_RESERVED_LABEL_PREFIX = "training.kubeflow.org/"
 
 
 @dataclass
@@ -51,6 +54,9 @@ class KubernetesOptions:
         openshift: render pods that pass OpenShift's ``restricted`` SCC and Pod Security
             "restricted" (non-root arbitrary UID, sshd on port 2222, keys under a writable
             ``HOME``); None: on when the API server serves ``security.openshift.io``.
+        labels: more labels on the MPIJob and its pods (``kubectl get mpijobs -l KEY=VALUE``
+            finds them; a sweep labels its trials ``lanenb.io/sweep`` and ``lanenb.io/trial``),
+            checked with the API server's rules; lanenb's own and the operator's keys are refused.
 
     Raises:
         SpecError: a bad option; the message names it as ``k8s.<option>``.
@@ -69,6 +75,7 @@ class KubernetesOptions:
     rdma_resources: dict[str, int] = field(default_factory=dict)
     context: str | None = None
     openshift: bool | None = None
+    labels: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         p = "k8s."
@@ -115,6 +122,19 @@ class KubernetesOptions:
                 raise SpecError(p + "openshift", self.openshift,
                                 "RDMA pods need the IPC_LOCK capability, which the restricted policy forbids; "
                                 "run RDMA jobs with openshift=False under an SCC that allows IPC_LOCK")
+        self._check_labels()
+
+    def _check_labels(self) -> None:
+        if not isinstance(self.labels, Mapping):
+            raise SpecError("k8s.labels", self.labels, "must be a dict of label keys to string values")
+        for key, value in self.labels.items():
+            problem = label_problem(key, value)
+            if problem:
+                raise SpecError("k8s.labels", {key: value}, problem)
+            if key in _RESERVED_LABELS or key.startswith(_RESERVED_LABEL_PREFIX):
+                raise SpecError("k8s.labels", {key: value}, f"{key!r} is set by lanenb or the MPI Operator; "
+                                "choose a key of your own (e.g. example.com/team)")
+        self.labels = dict(self.labels)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -303,13 +303,17 @@ class Job:
             delay = poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic()))
             time.sleep(delay)
 
-    def cancel(self) -> JobStatus:
+    def cancel(self, reason: str | None = None) -> JobStatus:
         """Stop the job and record it as cancelled, unless it has already ended.
 
         The live state is read first: a job that has just succeeded or failed keeps that
         outcome (its MPIJob is not deleted, no "cancelled" is recorded). Whatever the recorded
         state, anything of the job still running (ranks a killed supervisor left behind) is
         stopped.
+
+        Args:
+            reason: why, recorded as the status's reason (a sweep's "pruned at epoch 2: ...");
+                default "cancelled by user", or the backend's own words.
 
         Returns:
             The job's final status (the recorded one when it had already ended).
@@ -320,9 +324,13 @@ class Job:
             if not live.state.finished:
                 self.backend.cancel(self.spec, self._record.handle)
                 status = self.backend.status(self.spec, self._record.handle)
-                if not status.state.finished:  # a backend that deletes asynchronously (Kubernetes)
-                    status = JobStatus(JobState.CANCELLED, reason="cancelled by user", started=status.started,
-                                       finished=time.time())
+                # still stopping (a backend that deletes asynchronously), or already gone: a
+                # Kubernetes job with no pod yet is deleted at once and reads LOST, but it was us
+                if not status.state.finished or status.state is JobState.LOST:
+                    status = JobStatus(JobState.CANCELLED, reason=reason or "cancelled by user",
+                                       started=status.started, finished=time.time())
+                elif reason:
+                    status = dataclasses.replace(status, reason=reason, message=status.reason or status.message)
                 self._registry.update(self.name, state=status.state.value, status=status.to_dict(),
                                       finished=status.finished or time.time())
                 self._refresh()

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["RFC1123_LABEL", "RFC1123_SUBDOMAIN", "DNS1035_LABEL", "LABEL_MAX", "SUBDOMAIN_MAX", "name_problem",
-           "mpijob_name_problem", "toleration_problem", "reserved_mount", "SECRET_REF", "parse_secret_ref"]
+           "mpijob_name_problem", "toleration_problem", "label_problem", "reserved_mount", "SECRET_REF",
+           "parse_secret_ref"]
 
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
@@ -24,6 +25,8 @@ DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # apimachinery IsQualifiedName: [prefix/]name, name <= 63 of [-A-Za-z0-9_.] with alphanumeric ends
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# apimachinery IsValidLabelValue: empty, or <= 63 of [-A-Za-z0-9_.] with alphanumeric ends
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 _KINDS = {
     "label": (RFC1123_LABEL, LABEL_MAX, ("an RFC 1123 label: lowercase letters, digits and '-', starting and "
@@ -78,8 +81,7 @@ def toleration_problem(tol: Mapping[str, Any]) -> str | None:
     if effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
         return "effect must be NoSchedule, PreferNoSchedule or NoExecute"
     if key:
-        prefix, _, name = key.rpartition("/")
-        if (prefix and name_problem(prefix, "subdomain")) or len(name) > LABEL_MAX or not _QUALIFIED_NAME.match(name):
+        if _key_problem(key):
             return f"key {key!r} is not a valid label key ([prefix/]name, name of letters, digits, '-', '_', '.')"
     elif op != "Exists":
         return "an empty key needs operator Exists (it matches every taint)"
@@ -93,6 +95,25 @@ def toleration_problem(tol: Mapping[str, Any]) -> str | None:
             return "tolerationSeconds must be an integer"
         if effect != "NoExecute":
             return "tolerationSeconds needs effect NoExecute"
+    return None
+
+
+def _key_problem(key: str) -> bool:
+    """Whether ``key`` breaks apimachinery's ``IsQualifiedName`` (``[prefix/]name``)."""
+    prefix, _, name = key.rpartition("/")
+    return bool(prefix and name_problem(prefix, "subdomain")) or len(name) > LABEL_MAX \
+        or not _QUALIFIED_NAME.match(name)
+
+
+def label_problem(key: Any, value: Any) -> str | None:
+    """Why ``key: value`` is not a Kubernetes label the API server accepts (``IsQualifiedName``
+    for the key, ``IsValidLabelValue`` for the value), or None."""
+    if not isinstance(key, str) or not key or _key_problem(key):
+        return (f"label key {key!r} is not valid: [prefix/]name, the name 1-63 letters, digits, '-', '_' or '.' "
+                "with alphanumeric ends, the prefix a DNS subdomain (lanenb.io)")
+    if not isinstance(value, str) or len(value) > LABEL_MAX or not _LABEL_VALUE.match(value):
+        return (f"label {key}={value!r} is not valid: a value is a string of 0-63 letters, digits, '-', '_' or '.' "
+                "with alphanumeric ends (no '/', spaces or commas)")
     return None
 
 

@@ -18,6 +18,7 @@ import cv2
 import ipywidgets as widgets
 import numpy as np
 
+from lanenb.charts import vocabulary
 from lanenb.charts.png import render_histogram
 from lanenb.errors import UserError
 from lanenb.notebook.fallback import StaticFallback
@@ -25,6 +26,9 @@ from lanenb_trainer.data.check import check_dataset
 from lanenb_trainer.data.labels import Problem
 from lanenb_trainer.data.preview import preview_grid
 from lanenb_trainer.data.splits import SPLITS, load_split
+
+_ERROR = vocabulary.colour("error")
+_OK = vocabulary.colour("ok")
 
 __all__ = ["DatasetPreview", "DatasetError", "encode_png"]
 
@@ -103,7 +107,7 @@ class DatasetPreview(StaticFallback, widgets.VBox):
                 self.fetch_bar.value = 1
                 self._load(split)
             except UserError as exc:
-                self.fetch_status.value = f"<span style='color:#c62828'>{html.escape(str(exc))}</span>"
+                self.fetch_status.value = f"<span style='color:{_ERROR}'>{html.escape(str(exc))}</span>"
             finally:
                 self.fetch_button.disabled = False
 
@@ -169,10 +173,10 @@ class DatasetPreview(StaticFallback, widgets.VBox):
 
     def _problems_html(self) -> str:
         if not self.problems:
-            return "<span style='color:#2e7d32'>data check: no problems</span>"
+            return f"<span style='color:{_OK}'>data check: no problems</span>"
         shown = "<br>".join(html.escape(str(p)) for p in self.problems[:20])
         more = f"<br>... and {len(self.problems) - 20} more" if len(self.problems) > 20 else ""
-        return f"<div style='color:#c62828'><b>data check: {len(self.problems)} problem(s)</b><br>{shown}{more}</div>"
+        return f"<div style='color:{_ERROR}'><b>data check: {len(self.problems)} problem(s)</b><br>{shown}{more}</div>"
 
     def static_png(self) -> bytes | None:
         return self._png

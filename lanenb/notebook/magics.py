@@ -101,19 +101,21 @@ _SCALE_PARSER = scale_parser()
 def sweep_parser() -> MagicArgumentParser:
     """``%lanesweep``'s parser: %lanetrain's flags (a range or a list is searched), the sweep's,
     and ``--attach``/``--stop`` for a sweep that already runs."""
-    from lanenb.commands.sweep_args import add_sweep_arguments
+    from lanenb.commands.sweep_args import LR_RULE_FLAG, add_sweep_arguments
 
     parser = MagicArgumentParser(
         prog="%lanesweep",
         description=("Search flags over many runs, stopping the losers early (Optuna): %lanetrain's flags, where "
                      "a range a..b[:int][:log] or a list a,b,c is searched. s = %lanesweep --data DATA --epochs 6 "
                      "--lr 1e-3..1e-1:log --batch-size 4,8 --trials 12 --parallel 2. Returns the Sweep; the "
-                     "driver runs detached (s.trials(), s.best, s.stop(); %lanesweep --attach NAME later)."),
+                     "driver runs detached (s.trials(), s.best, s.stop(); %lanesweep --attach NAME later; "
+                     "%lanesweep --attach NAME -np 4 adds the learning rate the winner needs on 4 ranks)."),
     )
     add_sweep_arguments(parser)
     parser.add_argument("--wait", action="store_true", help="keep the trials table updating until the sweep ends")
     parser.add_argument("--attach", metavar="SWEEP", help="show (and with --wait follow) a sweep that exists")
     parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep and cancel its running trials")
+    parser.add_argument(*LR_RULE_FLAG[0], **LR_RULE_FLAG[1])
     return parser
 
 
@@ -237,7 +239,7 @@ class LaneMagics(Magics):
         """See ``%lanesweep?`` (the flags); returns the ``Sweep``."""
         from IPython.display import display
 
-        from lanenb.commands.sweep_args import sweep_from_args
+        from lanenb.commands.sweep_args import report_size, sweep_from_args
         from lanenb.sweeps import attach
 
         ns = _SWEEP_PARSER.parse_args(arg_split(line, posix=True))
@@ -245,9 +247,12 @@ class LaneMagics(Magics):
             s = attach(ns.stop)
             print(f"sweep {s.name}: {s.stop()}")
             return s
+        size = report_size(ns) if ns.attach else {}  # a new sweep's -np is its base job's
+        if ns.lr_rule and not ns.attach:
+            raise UserError(f"--lr-rule {ns.lr_rule} goes with --attach NAME (the winner of a sweep at another size)")
         s = attach(ns.attach) if ns.attach else sweep_from_args(ns, _SWEEP_PARSER)
         if not ns.wait:
-            display(s.report())
+            display(s.report(**size))
             return s
         handle = display(s.table(), display_id=True)  # the table updates; the chart comes at the end
         try:
@@ -258,7 +263,7 @@ class LaneMagics(Magics):
             print(f"stopped following; sweep {s.name} keeps running (%lanesweep --stop {s.name} stops it)")
             return s
         handle.update(Table([], [], empty=f"sweep {s.name}: {s.state}"))
-        display(s.report())
+        display(s.report(**size))
         return s
 
     @line_magic
@@ -440,12 +445,9 @@ class JobTable:
         headline = summary.get("headline")
         accuracy = "-" if not headline else headline["cell"]
         age = "-" if summary["age_s"] is None else format_duration(summary["age_s"])
-        # a job that never reported timing (before it started, timing off) shows "-", not "unknown: ..."
-        verdict = summary.get("verdict") if summary.get("verdict_kind") not in (None, "unknown") else None
-        if verdict is None and summary.get("verdict_kind") == "unknown" and summary.get("breakdown"):
-            verdict = summary["verdict"]
+        verdict = summary.get("verdict")  # None where shown_verdict shows none (no timing yet, timing off)
         return {"name": summary["name"], "backend": summary["backend"], "status": summary["status"],
-                "progress": progress, "accuracy": accuracy, "age": age, "verdict": verdict or "-"}
+                "progress": progress, "accuracy": accuracy, "age": age, "verdict": verdict["line"] if verdict else "-"}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.table().mimebundle()

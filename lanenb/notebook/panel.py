@@ -16,11 +16,15 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lanenb.charts import vocabulary
 from lanenb.contract.spec import BACKBONES, ENGINES
 from lanenb.errors import UserError
 from lanenb.jobs import Job, TrainSpec, available_backends, get_backend, submit, validate
 from lanenb.notebook.view import JobView
 from lanenb_trainer.config import global_batch
+
+_ERROR = vocabulary.colour("error")
+_OK = vocabulary.colour("ok")
 
 __all__ = ["TrainPanel"]
 
@@ -194,8 +198,8 @@ class TrainPanel(widgets.VBox):
         lines = [html.escape(str(p)) for p in problems]
         if note:
             lines.insert(0, html.escape(note))
-        self.message.value = ("<div style='color:#c62828'>" + "<br>".join(lines) + "</div>") if lines else (
-            "<span style='color:#2e7d32'>ready to launch</span>")
+        self.message.value = (f"<div style='color:{_ERROR}'>" + "<br>".join(lines) + "</div>") if lines else (
+            f"<span style='color:{_OK}'>ready to launch</span>")
         return problems
 
     # ------------------------------------------------------------------ buttons
@@ -208,7 +212,7 @@ class TrainPanel(widgets.VBox):
         try:
             job = submit(TrainSpec.from_dict(fields))
         except UserError as exc:
-            self.message.value = f"<div style='color:#c62828'>{html.escape(str(exc))}</div>"
+            self.message.value = f"<div style='color:{_ERROR}'>{html.escape(str(exc))}</div>"
             self.launch.disabled = False
             return None
         self.job = job
@@ -243,7 +247,7 @@ class TrainPanel(widgets.VBox):
                 status = job.cancel()
                 self.message.value = f"<b>{html.escape(job.name)}</b>: {html.escape(str(status))}"
             except Exception as exc:
-                self.message.value = f"<div style='color:#c62828'>stop failed: {html.escape(str(exc))}</div>"
+                self.message.value = f"<div style='color:{_ERROR}'>stop failed: {html.escape(str(exc))}</div>"
                 self.stop.disabled = False
 
         threading.Thread(target=cancel, daemon=True).start()

@@ -14,10 +14,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from lanenb.commands.snapshots import job_of, registry_links, versions_table
+from lanenb.charts import vocabulary
+from lanenb.commands.snapshots import registry_links, snapshot_job, versions_table
 from lanenb.errors import UserError
 from lanenb.snapshots import SnapshotError, SnapshotStore, get_store
 from lanenb.snapshots.base import fmt_size
+
+_ERROR = vocabulary.colour("error")
 
 __all__ = ["SnapshotBrowser"]
 
@@ -74,7 +77,7 @@ class SnapshotBrowser(widgets.VBox):
     # ------------------------------------------------------------------ actions
     def _error(self, exc: Exception) -> None:
         text = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)  # KeyError's str() quotes
-        self.message.value = f"<span style='color:#b00020'>{html.escape(text)}</span>"
+        self.message.value = f"<span style='color:{_ERROR}'>{html.escape(text)}</span>"
 
     def _info(self, text: str) -> None:
         self.message.value = f"<span>{html.escape(text)}</span>"
@@ -88,7 +91,7 @@ class SnapshotBrowser(widgets.VBox):
             self._error(exc)
             return
         self.table.value = versions_table(self.snapshots, links).html()
-        self.pick.options = [((f"{s.id}  {s.name}  job={job_of(s, links)}  acc={s.labels.get('accuracy', '-')}  "
+        self.pick.options = [((f"{s.id}  {s.name}  job={snapshot_job(s, links)}  acc={s.labels.get('accuracy', '-')}  "
                                f"{s.created_text}  {fmt_size(s.size)}"), s.id) for s in self.snapshots]
 
     def diff_selected(self) -> None:

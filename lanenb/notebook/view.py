@@ -21,24 +21,20 @@ from typing import Any
 import ipywidgets as widgets
 
 from lanenb.analysis.chartdata import STATIC_LIMIT, rank_table, run_png, run_rows, run_specs
-from lanenb.analysis.doctor import diagnose
+from lanenb.analysis.doctor import shown_verdict
 from lanenb.analysis.runstate import RunState, fill_config, format_duration
+from lanenb.charts import vocabulary
 from lanenb.jobs import RunDirGoneError
 from lanenb.jobs.job import Job
 from lanenb.notebook.charts_widget import LiveCharts
 from lanenb.notebook.fallback import StaticFallback
 
+_ERROR = vocabulary.colour("error")
+
 __all__ = ["JobView"]
 
 # the newest view of each job in this kernel: a second view starts from its state and cursor
 _VIEWS: weakref.WeakValueDictionary[str, JobView] = weakref.WeakValueDictionary()
-
-# the verdict line's colour by kind: a named bottleneck stands out, healthy is quiet
-_VERDICT_COLOURS = {"input-bound": "#ef6c00", "straggler": "#c62828", "exchange-bound": "#c62828",
-                    "gpu-underused": "#ef6c00", "healthy": "#2e7d32", "unknown": "#6d6d6d"}
-
-_STATE_COLOURS = {"running": "#1565c0", "pending": "#6d6d6d", "succeeded": "#2e7d32", "failed": "#c62828",
-                  "cancelled": "#ef6c00", "suspended": "#6d6d6d", "restarting": "#ef6c00", "unknown": "#6d6d6d"}
 
 
 class JobView(StaticFallback, widgets.VBox):
@@ -140,14 +136,14 @@ class JobView(StaticFallback, widgets.VBox):
                 failures = 0
             except RunDirGoneError as exc:  # for good: say so and stop, nothing to retry
                 self.last_error = str(exc)
-                self.banner.value = (f"<div style='color:#c62828'><b>stopped following</b>: "
+                self.banner.value = (f"<div style='color:{_ERROR}'><b>stopped following</b>: "
                                      f"{html.escape(str(exc))}</div>")
                 self.stop_button.disabled = True
                 return
             except Exception as exc:  # a flaky API server must not kill the view
                 failures += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
-                self.banner.value = (f"<div style='color:#c62828'>cannot read the job right now "
+                self.banner.value = (f"<div style='color:{_ERROR}'>cannot read the job right now "
                                      f"({html.escape(self.last_error)}); retrying</div>")
             delay = self.refresh_s * min(2 ** failures, 30)
             self._stop.wait(max(0.0, delay - (time.monotonic() - t0)))
@@ -223,7 +219,7 @@ class JobView(StaticFallback, widgets.VBox):
                 status = self.job.cancel()
                 self.banner.value = f"<b>stopped</b>: {html.escape(str(status))}"
             except Exception as exc:
-                self.banner.value = f"<div style='color:#c62828'>stop failed: {html.escape(str(exc))}</div>"
+                self.banner.value = f"<div style='color:{_ERROR}'>stop failed: {html.escape(str(exc))}</div>"
                 self.stop_button.disabled = False
             self.stop_button.description = "Stop"
 
@@ -232,16 +228,15 @@ class JobView(StaticFallback, widgets.VBox):
     def _render(self, charts: bool = False) -> None:
         with self._lock:
             s = self.state
-            colour = _STATE_COLOURS.get(s.state, "#6d6d6d")
+            colour = vocabulary.colour(vocabulary.state_severity(s.state))
             batch = f", global batch {s.global_batch}" if s.global_batch else ""
             where = f"{s.world_size} ranks, {s.engine}, {s.device}{batch}" if s.world_size else ""
             title = (f"<b>{html.escape(self.job.name)}</b> ({html.escape(self.job.backend_name)}) "
                      f"<span style='color:{colour};font-weight:bold'>{html.escape(s.state)}</span> "
                      f"{html.escape(where)}<br><code>{html.escape(s.summary())}</code>")
-            verdict = diagnose(s)
-            timing_off = s.config.get("timing_every") == 0 or (not s.timing and s.state != "running")
-            verdict_html = ("" if verdict.kind == "unknown" and timing_off else
-                            f"<span style='color:{_VERDICT_COLOURS.get(verdict.kind, '#6d6d6d')}'>"
+            verdict = shown_verdict(s)
+            verdict_html = ("" if verdict is None else
+                            f"<span style='color:{vocabulary.colour(verdict.severity)}'>"
                             f"<b>{html.escape(verdict.kind)}</b>: {html.escape(str(verdict)[len(verdict.kind) + 2:])}"
                             f"</span>")
             progress = s.progress
@@ -268,7 +263,7 @@ class JobView(StaticFallback, widgets.VBox):
                               else ("done" if s.finished else ""))
             if errors:
                 first = errors[0]
-                self.banner.value = (f"<div style='color:#c62828'><b>rank {first['rank']} failed: "
+                self.banner.value = (f"<div style='color:{_ERROR}'><b>rank {first['rank']} failed: "
                                      f"{html.escape(str(first['type']))}: {html.escape(str(first['message']))}"
                                      f"</b></div>")
             self.ranks.value = rank_rows
@@ -308,7 +303,7 @@ class JobView(StaticFallback, widgets.VBox):
         for e in reversed(entries):  # newest first in the DOM: column-reverse shows it at the bottom
             who = "launcher" if e.rank is None else f"{e.rank}"
             text = html.escape(f"[{who}] {e.text}")
-            style = "color:#c62828;font-weight:bold;" if e.error else ""
+            style = f"color:{_ERROR};font-weight:bold;" if e.error else ""
             rows.append(f"<div style='{style}white-space:pre-wrap'>{text}</div>")
         # a column-reverse scroll box starts scrolled to its end: the newest lines are in view
         self.log_pane.value = (
@@ -336,9 +331,9 @@ class JobView(StaticFallback, widgets.VBox):
         with self._lock:
             tail = self.state.log_tail(15)
             summary = self.state.summary()
-            verdict = diagnose(self.state)
+            verdict = shown_verdict(self.state)
         lines = [f"{self.job.name} ({self.job.backend_name}): {summary}"]
-        if self.state.timing:
+        if verdict is not None:
             lines.append(str(verdict))
         lines += [f"[{'launcher' if e.rank is None else e.rank}] {e.text}" for e in tail]
         if self.final and self._png is None and self.last_error:

@@ -26,8 +26,8 @@ from lanenb.jobs import JobRegistry, get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
 __all__ = ["ConfirmationError", "HiddenTargetError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
-           "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot", "MAX_LINES", "MAX_LIST_LIMIT",
-           "FEEDS"]
+           "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot", "list_sweep_summaries",
+           "sweep_detail", "stop_sweep", "MAX_LINES", "MAX_LIST_LIMIT", "FEEDS"]
 
 _TAIL_LINES = 400         # log lines read per job for the jobs list (``tail_state``)
 
@@ -40,6 +40,7 @@ _LIST_LOCK = threading.Lock()
 _LIST_DONE = threading.Condition(_LIST_LOCK)  # a reading finished
 _LIST_STAMPS: dict[tuple[str, int], tuple[int, float]] = {}  # the registry's stamp of each kept reading
 _LIST_BUSY: set[tuple[str, int]] = set()  # lists being read now (others get the previous reading meanwhile)
+SWEEP_STOP_WAIT_S = 15.0  # how long a stop request waits for the sweep's driver to go
 FINAL_STATES_KEPT = 1024  # reduced states of finished jobs kept for the list (they never change)
 _FINAL_STATES: collections.OrderedDict[tuple[str, str, float | None], Any] = collections.OrderedDict()
 
@@ -200,6 +201,71 @@ def job_metrics(name: str) -> dict[str, Any]:
     return feed.view()
 
 
+# ---------------------------------------------------------------------------- sweeps
+def list_sweep_summaries(limit: int = 50) -> list[dict[str, Any]]:
+    """Sweeps newest first: ``Sweep.summary()`` rows (state, trials settled of the total, the best
+    trial, the objective). A sweep whose study cannot be read is listed with an ``error`` (state
+    ``unknown``) instead of hiding the others."""
+    from lanenb.sweeps import attach, list_sweeps
+
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise UserError(f"limit={limit!r}: must be an integer from 1 to {MAX_LIST_LIMIT}")
+    rows = []
+    for name in list_sweeps()[::-1][:limit]:
+        try:
+            rows.append(attach(name).summary())
+        except Exception as exc:  # one broken study must not hide the others
+            rows.append({"name": name, "state": "unknown", "trials_total": None, "trials_done": None,
+                         "trials_running": None, "best": None, "objective": None, "sampler": None,
+                         "pruner": None, "error": f"{type(exc).__name__}: {exc}"})
+    return rows
+
+
+def sweep_detail(name: str) -> dict[str, Any]:
+    """``Sweep.detail()`` (trials table rows, best trial, settings with the base job redacted)
+    and ``charts``: the sweep chart of ``%lanesweep`` (``lanenb.charts.specs.sweep_chart``, values
+    inline), one spec per part, for the sidebar's Vega renderer.
+
+    Raises:
+        UserError: ``name`` is not a sweep name (the message says what one may hold).
+        SweepNotFoundError: no sweep is called ``name``.
+    """
+    from lanenb.charts.specs import report_panels, sweep_chart
+    from lanenb.sweeps import attach
+
+    sweep = attach(name)
+    info = sweep.detail()
+    objective = info["objective"]
+    searched = [(d["name"], bool(d.get("log"))) for d in info["settings"]["space"]]
+    chart = sweep_chart(info["trials"], sweep.curves(), objective["label"], objective["direction"] == "maximize",
+                        searched)
+    info["charts"] = report_panels(chart)
+    return info
+
+
+def stop_sweep(name: str, confirm: Any, wait: float = SWEEP_STOP_WAIT_S) -> dict[str, Any]:
+    """Stop sweep ``name`` (``Sweep.stop``: its driver cancels the running trials through the Job
+    API); ``confirm`` must repeat the name, as for a job.
+
+    Returns:
+        ``{"name", "state"}``: ``stopped`` once the driver has gone, ``stopping`` while it still
+        cancels after ``wait`` seconds, or the state it had (``finished``) when nothing ran.
+
+    Raises:
+        ConfirmationError: ``confirm`` is not the sweep's name; nothing was stopped.
+        SweepNotFoundError: no sweep is called ``name``.
+    """
+    from lanenb.sweeps import attach
+
+    sweep = attach(name)
+    if confirm != name:
+        raise ConfirmationError(f"confirm={confirm!r}: repeat the sweep's name ({name!r}) to stop it")
+    state = sweep.state
+    if state in ("running", "stopping"):  # a sweep without a driver has nothing to stop: no stop file left
+        state = sweep.stop(timeout=wait)
+    return {"name": name, "state": state}
+
+
 # ---------------------------------------------------------------------------- snapshots
 _NAMESPACED_STORES = ("kubernetes", "csi")  # the stores that take ``namespace``
 
@@ -222,13 +288,14 @@ def _store(backend: Any, namespace: Any) -> Any:
 def list_snapshots(volume: str | None = None, job: str | None = None, backend: str = "local",
                    namespace: str | None = None) -> list[dict[str, Any]]:
     """Snapshots newest first, each with the job that made it (registry link or label)."""
-    from lanenb.commands.snapshots import job_of, registry_links
+    from lanenb.commands.snapshots import registry_links, snapshot_job
 
     links = registry_links()
     out = []
     for snap in _store(backend, namespace).list(volume or None):
         item = snap.to_dict()
-        item["job"] = None if job_of(snap, links) == "-" else job_of(snap, links)
+        made_by = snapshot_job(snap, links)
+        item["job"] = None if made_by == "-" else made_by
         if job and item["job"] != job:
             continue
         out.append(item)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lanenb.analysis.chartdata import rank_table, run_rows, run_specs
-from lanenb.analysis.doctor import diagnose
+from lanenb.analysis.doctor import shown_verdict
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.runstate import RunState, fill_config
 from lanenb.analysis.summary import job_summary
@@ -147,7 +147,8 @@ class JobFeed:
     def view(self) -> dict[str, Any]:
         """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
         metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
-        plus the headline ``accuracy``, the doctor's ``verdict`` (``Verdict.to_dict()``) and the
+        plus the headline ``accuracy``, the doctor's ``verdict`` (``Verdict.to_dict()``, None when
+        ``shown_verdict`` shows none) and the
         ``charts``: the panel specs and their rows, the same ones the notebook's view draws.
         Built once per read of the log, however many tabs ask for the charts."""
         with self._lock:
@@ -155,7 +156,8 @@ class JobFeed:
             if self._view is None or self._view[0] != key:
                 data = self.state.to_dict()
                 data["accuracy"] = self.state.accuracy()
-                data["verdict"] = diagnose(self.state).to_dict()
+                verdict = shown_verdict(self.state)
+                data["verdict"] = None if verdict is None else verdict.to_dict()
                 data["charts"] = {"specs": run_specs(self.state), "rows": run_rows(self.state)}
                 data["ranks"] = rank_table(self.state)
                 data.pop("errors", None)  # tracebacks: the log shows them

@@ -11,8 +11,8 @@ Every blocking call runs on lanenb's own bounded thread pool (``EXECUTOR_THREADS
 IOLoop's default executor: a restic restore or a list reading waiting for another one must not
 take the threads Jupyter's own handlers share. A long poll stops polling when its client goes.
 Mistakes come back as a 4xx JSON ``{"message": ...}`` naming the parameter and value:
-``UserError`` 400, an unknown job or snapshot 404, an existing restore target 409, a user the
-authorizer refuses 403.
+``UserError`` 400, an unknown job, sweep or snapshot 404, an existing restore target 409, a user
+the authorizer refuses 403.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def _executor() -> ThreadPoolExecutor:
 
 def _http_status(exc: UserError) -> int:
     from lanenb.snapshots import SnapshotNotFoundError, TargetExistsError
+    from lanenb.sweeps import SweepNotFoundError
 
-    if isinstance(exc, (JobNotFoundError, SnapshotNotFoundError)):
+    if isinstance(exc, (JobNotFoundError, SnapshotNotFoundError, SweepNotFoundError)):
         return 404
     if isinstance(exc, TargetExistsError):
         return 409
@@ -182,6 +183,28 @@ class MetricsHandler(_Base):
         self.reply(await self.call(api.job_metrics, name))
 
 
+class SweepsHandler(_Base):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply({"sweeps": await self.call(api.list_sweep_summaries, self.int_arg("limit", 50))})
+
+
+class SweepHandler(_Base):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        self.reply(await self.call(api.sweep_detail, name))
+
+
+class SweepStopHandler(_Base):
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        body = self.json_body()
+        self.reply(await self.call(api.stop_sweep, name, body.get("confirm")))
+
+
 def _store_args(handler: _Base) -> dict[str, Any]:
     return {"backend": handler.get_query_argument("backend", "local"),
             "namespace": handler.get_query_argument("namespace", None)}
@@ -230,6 +253,9 @@ def setup_handlers(web_app: tornado.web.Application) -> list[str]:
         (url_path_join(base, "jobs", name, "stop"), StopHandler),
         (url_path_join(base, "jobs", name, "updates"), UpdatesHandler),
         (url_path_join(base, "jobs", name, "metrics"), MetricsHandler),
+        (url_path_join(base, "sweeps"), SweepsHandler),
+        (url_path_join(base, "sweeps", name), SweepHandler),
+        (url_path_join(base, "sweeps", name, "stop"), SweepStopHandler),
         (url_path_join(base, "snapshots"), SnapshotsHandler),
         (url_path_join(base, "snapshots", "diff"), SnapshotDiffHandler),
         (url_path_join(base, "snapshots", r"(?P<id>[^/]+)", "restore"), RestoreHandler),

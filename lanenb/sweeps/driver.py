@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lanenb.contract.spec import TrainSpec
-from lanenb.sweeps.params import apply_params
+from lanenb.sweeps.params import apply_params, trial_labels
 from lanenb.sweeps.space import SearchSpace
 from lanenb.sweeps.study import Objective, load_study, make_pruner, make_sampler, sweeps_dir
 
@@ -128,7 +128,7 @@ def _follow(study: Any, run: _Running, objective: Objective) -> bool:
         if run.trial.should_prune():
             why = _pruned_why(study, run, epoch, objective)
             run.trial.set_user_attr("pruned", why)
-            run.job.cancel()
+            run.job.cancel(reason=why)  # the job's own record says why too (lanenb jobs list)
             study.tell(run.trial.number, state=optuna.trial.TrialState.PRUNED)
             _log(f"trial {run.trial.number} ({run.job.name}) {why}")
             return True
@@ -173,7 +173,8 @@ def _start(study: Any, settings: SweepSettings, space: SearchSpace, name: str) -
     job_name = f"{name}-{trial.number}"
     trial.set_user_attr("job", job_name)
     try:
-        spec = apply_params(TrainSpec.from_dict(settings.base), trial.params, name=job_name)
+        spec = apply_params(TrainSpec.from_dict(settings.base), trial.params, name=job_name,
+                            labels=trial_labels(name, trial.number))
         job = submit(spec)
     except Exception as exc:  # a trial that cannot start is a failed trial, not a dead sweep
         trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:500])
@@ -203,7 +204,7 @@ def drive(name: str, *, poll_s: float = POLL_S) -> str:
     while True:
         if stop.exists():
             for run in running.values():
-                run.job.cancel()
+                run.job.cancel(reason=f"stopped with sweep {name}")
                 run.trial.set_user_attr("error", "stopped with the sweep")
                 study.tell(run.trial.number, state=optuna.trial.TrialState.FAIL)
             _log(f"stopped; {len(running)} running trial(s) cancelled")

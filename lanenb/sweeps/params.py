@@ -4,6 +4,8 @@ A searched name is either a ``TrainSpec`` field that shapes the job (``processes
 ``batch_size``, ``epochs``...) or a trainer flag that every rank receives (``lr``,
 ``warmup_steps``, ``momentum``...: appended to ``extra_args``, where the last value wins).
 Names that identify or place the job (its name, dataset, run dir, backend) are not searchable.
+Each trial's job is labelled with its sweep and trial number (``trial_labels``) where its
+backend keeps labels: on Kubernetes ``kubectl get mpijobs -l lanenb.io/sweep=NAME`` lists them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from lanenb.sweeps.space import SearchSpace, SearchSpaceError
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.flags import to_flags
 
-__all__ = ["SPEC_SEARCHABLE", "TRAINER_SEARCHABLE", "apply_params", "check_searchable"]
+__all__ = ["RETRAIN_LABEL", "SPEC_SEARCHABLE", "SWEEP_LABEL", "TRAINER_SEARCHABLE", "TRIAL_LABEL", "apply_params",
+           "check_searchable", "trial_labels"]
+
+SWEEP_LABEL = "lanenb.io/sweep"
+TRIAL_LABEL = "lanenb.io/trial"
+RETRAIN_LABEL = "lanenb.io/retrain-of"  # the winner trained again (Sweep.retrain): the trial it came from
 
 SPEC_SEARCHABLE = ("processes", "gpus", "batch_size", "epochs", "engine", "backbone", "num_workers",
                    "val_batch_size", "max_steps", "large_shm")
@@ -40,8 +47,16 @@ def check_searchable(space: SearchSpace) -> None:
                                    f"(searchable: {known})")
 
 
-def apply_params(base: TrainSpec, params: Mapping[str, Any], *, name: str) -> TrainSpec:
-    """``base`` with a trial's ``params`` applied, named ``name``.
+def trial_labels(sweep: str, trial: int) -> dict[str, str]:
+    """The labels of trial ``trial``'s job (valid label values: a sweep name is 1-40 of
+    ``[a-z0-9-]`` with alphanumeric ends, ``check_sweep_name``)."""
+    return {SWEEP_LABEL: sweep, TRIAL_LABEL: str(trial)}
+
+
+def apply_params(base: TrainSpec, params: Mapping[str, Any], *, name: str,
+                 labels: Mapping[str, str] | None = None) -> TrainSpec:
+    """``base`` with a trial's ``params`` applied, named ``name``, with ``labels`` added to the
+    base job's own (``k8s.labels``: the backends that keep no labels ignore them).
 
     Raises:
         SpecError: a value the job refuses (the spec's own check, naming the field).
@@ -57,4 +72,6 @@ def apply_params(base: TrainSpec, params: Mapping[str, Any], *, name: str) -> Tr
     data["name"] = name
     data["run_dir"] = None  # each trial its own run dir under $LANENB_HOME/runs
     data["extra_args"] = list(base.extra_args) + to_flags(trainer)
+    if labels:
+        data["k8s"] = {**data["k8s"], "labels": {**base.k8s.labels, **labels}}
     return TrainSpec.from_dict(data)

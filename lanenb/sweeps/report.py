@@ -18,8 +18,11 @@ __all__ = ["SweepReport"]
 class SweepReport(ChartedReport):
     """The sweep as it was when the report was made (call ``Sweep.report()`` again for news)."""
 
-    def __init__(self, sweep: Sweep) -> None:
+    def __init__(self, sweep: Sweep, *, sized: str | None = None) -> None:
+        """``sized``: the line saying the winner's learning rate at another size (``Sweep.report(
+        processes=...)``), shown under the table."""
         self.sweep = sweep
+        self.sized = sized
         self.trials = [r.to_dict() for r in sweep.trials() if r.state != "waiting"]
         self.curves = sweep.curves()
         self._table = sweep.table()
@@ -33,6 +36,6 @@ class SweepReport(ChartedReport):
 
     def table(self) -> Table:
         png, reason = self.png_or_reason()
-        note = "\n".join(x for x in (self._table.note, reason) if x)
+        note = "\n".join(x for x in (self._table.note, self.sized, reason) if x)
         return Table(self._table.columns, self._table.rows, title=self._table.title, note=note, png=png,
                      empty=self._table.empty, chart=self.chart_output())

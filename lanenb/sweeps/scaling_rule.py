@@ -20,9 +20,12 @@ import math
 
 from lanenb.errors import UserError
 
-__all__ = ["RULES", "scaled_lr"]
+__all__ = ["RULES", "explain", "scaled_lr"]
 
 RULES = ("linear", "sqrt")
+# what each rule is called where the view names it
+_NAMED = {"linear": "the linear rule with warm-up (Goyal et al., 2017)",
+          "sqrt": "the square-root rule with warm-up (Hoffer et al., 2017)"}
 
 
 def scaled_lr(lr: float, *, batch_size: int, processes: int, new_batch_size: int, new_processes: int,
@@ -48,3 +51,28 @@ def scaled_lr(lr: float, *, batch_size: int, processes: int, new_batch_size: int
     factor = ratio if rule == "linear" else math.sqrt(ratio)
     # effective rate = per-rank lr x processes (the trainer's world-size scaling)
     return lr * processes * factor / new_processes
+
+
+def explain(lr: float, new_lr: float, *, batch_size: int, processes: int, new_batch_size: int, new_processes: int,
+            rule: str, warmup_steps: int) -> str:
+    """One line that says what ``scaled_lr`` did and why, for a person about to train the winner
+    at another size: the two global batches, the per-rank ``--lr`` and the effective rate
+    (``lr x processes``, what the optimizer uses), the rule by name and the warm-up kept.
+
+    Raises:
+        UserError: an unknown rule.
+    """
+    if rule not in RULES:
+        raise UserError(f"rule {rule!r} is not one of {', '.join(RULES)}")
+    old_global, new_global = batch_size * processes, new_batch_size * new_processes
+    if old_global == new_global and processes == new_processes:
+        return (f"at the size it was chosen at ({processes} rank(s) x batch {batch_size} = {old_global} images per "
+                f"step): --lr {lr:.4g} per rank as chosen, {warmup_steps} warm-up steps")
+    ratio = new_global / old_global
+    factor = f"x{ratio:.4g} as the batch" if rule == "linear" else f"x{math.sqrt(ratio):.4g} = sqrt({ratio:.4g})"
+    warmup = (f"its {warmup_steps} warm-up steps kept" if warmup_steps or ratio <= 1 else
+              "it had no warm-up: give one at a larger batch (--warmup-steps), as the rule's authors do")
+    return (f"at {new_processes} rank(s) x batch {new_batch_size} = {new_global} images per step (chosen at "
+            f"{processes} x {batch_size} = {old_global}): --lr {new_lr:.4g} per rank (was {lr:.4g}); the effective "
+            f"rate (--lr x ranks) {lr * processes:.4g} -> {new_lr * new_processes:.4g}, {factor}, by {_NAMED[rule]}; "
+            f"{warmup}")

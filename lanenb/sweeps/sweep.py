@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lanenb.contract.redact import is_secret_name, is_secret_ref
+from lanenb.contract.redact import is_secret_name, is_secret_ref, redact_spec
 from lanenb.contract.spec import TrainSpec
 from lanenb.errors import UserError
 from lanenb.sweeps.driver import SweepSettings, pid_file, stop_file
@@ -100,6 +100,32 @@ class Sweep:
     def best(self) -> dict[str, Any] | None:
         """The best finished trial: ``number``, ``job``, ``params``, ``value``; None before one."""
         return self._best_of(self.trials(), self.objective)
+
+    def summary(self) -> dict[str, Any]:
+        """The sweep as one list row (the sidebar's): ``name``, ``state``, ``trials_total``
+        (asked for), ``trials_done`` (settled: complete, pruned or failed), ``trials_running``,
+        ``best`` (as :attr:`best`, or None), ``objective`` (``label``, ``direction``), ``sampler``
+        and ``pruner``. Trials and settings are read once, so the fields agree."""
+        return self._summary_of(self.trials(), self.settings)
+
+    def detail(self) -> dict[str, Any]:
+        """:meth:`summary` plus what a trials table shows: ``params`` (the searched names),
+        ``trials`` (:class:`TrialRow` dicts, waiting ones left out) and ``settings`` (space,
+        sampler, pruner, counts, seed, and the base job with secret-looking values redacted)."""
+        rows, settings = self.trials(), self.settings
+        info = self._summary_of(rows, settings)
+        info["params"] = [d["name"] for d in settings.space]
+        info["trials"] = [r.to_dict() for r in rows if r.state != "waiting"]
+        info["settings"] = {**settings.to_dict(), "base": redact_spec(settings.base)}
+        return info
+
+    def _summary_of(self, rows: list[TrialRow], settings: SweepSettings) -> dict[str, Any]:
+        objective = settings.objective_
+        return {"name": self.name, "state": self._state_of(rows, settings), "trials_total": settings.trials,
+                "trials_done": sum(r.state in ("complete", "pruned", "failed") for r in rows),
+                "trials_running": sum(r.state == "running" for r in rows), "best": self._best_of(rows, objective),
+                "objective": {"label": objective.label, "direction": objective.direction},
+                "sampler": settings.sampler, "pruner": settings.pruner}
 
     @staticmethod
     def _best_of(rows: list[TrialRow], objective: Objective) -> dict[str, Any] | None:
@@ -202,13 +228,46 @@ class Sweep:
         return Table(["trial", "state", *names, objective.label, "epochs", "job", "why"], body, title=title,
                      note="* the best finished trial" if best is not None else "", empty="(no trial yet)")
 
+    def scaled_params(self, *, processes: int | None = None, batch_size: int | None = None,
+                      rule: str = "linear") -> Any:
+        """The best trial's parameters at another size, the learning rate moved by ``rule``.
+
+        The sweep chose its ``lr`` at one global batch (``batch_size x processes``); on more GPUs,
+        or with a batch that fills them, the rate that was chosen is a different run. This gives
+        the rate that keeps it, and says how in one line (``str()`` of the result, also what
+        ``report(processes=...)`` shows under the table).
+
+        Args:
+            processes, batch_size: the new size; None keeps the winner's.
+            rule: ``linear`` (default: Goyal et al., with the winner's warm-up) or ``sqrt``.
+
+        Returns:
+            ``lanenb.sweeps.resize.ScaledParams``: ``params`` (``processes``, ``batch_size`` and
+            the scaled ``lr`` set), ``lr``, ``rule`` and ``line``.
+
+        Raises:
+            UserError: no finished trial yet, an unknown rule or a size that is not a whole number >= 1.
+        """
+        return self._scaled(self._winner(), processes=processes, batch_size=batch_size, rule=rule)
+
+    def _winner(self) -> dict[str, Any]:
+        best = self.best
+        if best is None:
+            raise UserError(f"sweep {self.name} has no finished trial yet: no winner to train or scale")
+        return best
+
+    def _scaled(self, best: dict[str, Any], **size: Any) -> Any:
+        from lanenb.sweeps.resize import scaled_params
+
+        return scaled_params(TrainSpec.from_dict(self.settings.base), best["params"], **size)
+
     def retrain(self, *, processes: int | None = None, batch_size: int | None = None, rule: str = "linear",
                 epochs: int | None = None, name: str | None = None, use_val: bool = False) -> Any:
         """Train the best trial's parameters again as a new job, by default on train + validation.
 
         Args:
             processes, batch_size: another size than the sweep's (another number of GPUs, a
-                batch that fills them); the learning rate follows ``rule``.
+                batch that fills them); the learning rate follows ``rule`` (``scaled_params``).
             rule: ``linear`` (default) or ``sqrt``: how the rate follows the global batch
                 (``lanenb.sweeps.scaling_rule``).
             epochs: default the sweep's.
@@ -224,46 +283,53 @@ class Sweep:
             UserError: no finished trial yet, a bad size or rule, or a job of that name exists.
         """
         from lanenb.jobs import submit
-        from lanenb.sweeps.params import apply_params
-        from lanenb.sweeps.scaling_rule import scaled_lr
+        from lanenb.sweeps.params import RETRAIN_LABEL, SWEEP_LABEL, apply_params
 
-        best = self.best
-        if best is None:
-            raise UserError(f"sweep {self.name} has no finished trial yet: nothing to retrain")
-        base = TrainSpec.from_dict(self.settings.base)
-        params = dict(best["params"])
-        old_bs, old_np = int(params.get("batch_size", base.batch_size)), int(params.get("processes", base.processes))
-        new_bs, new_np = batch_size or old_bs, processes or old_np
-        if "lr" in params or (new_bs, new_np) != (old_bs, old_np):
-            lr = float(params.get("lr", _trainer_lr(base)))
-            params["lr"] = scaled_lr(lr, batch_size=old_bs, processes=old_np, new_batch_size=new_bs,
-                                     new_processes=new_np, rule=rule)
-        params.update(batch_size=new_bs, processes=new_np)
+        best = self._winner()
+        params = dict(self._scaled(best, processes=processes, batch_size=batch_size, rule=rule).params)
         if epochs is not None:
             params["epochs"] = epochs
-        spec = apply_params(base.replace(use_val=use_val), params, name=name or f"{self.name}-best")
+        base = TrainSpec.from_dict(self.settings.base)
+        labels = {SWEEP_LABEL: self.name, RETRAIN_LABEL: str(best["number"])}
+        spec = apply_params(base.replace(use_val=use_val), params, name=name or f"{self.name}-best", labels=labels)
         return submit(spec)
 
-    def report(self) -> Any:
-        """The trials table with the sweep's chart (``SweepReport``): what ``%lanesweep`` shows."""
+    def report(self, *, processes: int | None = None, batch_size: int | None = None, rule: str = "linear") -> Any:
+        """The trials table with the sweep's chart (``SweepReport``): what ``%lanesweep`` shows.
+
+        Args:
+            processes, batch_size: asked for another size than the winner's: the table's note
+                says the learning rate to train it with (``scaled_params``), the rule named.
+            rule: ``linear`` (default) or ``sqrt``.
+
+        Raises:
+            UserError: a bad size or rule.
+        """
         from lanenb.sweeps.report import SweepReport
 
-        return SweepReport(self)
+        return SweepReport(self, sized=self.size_note(processes=processes, batch_size=batch_size, rule=rule))
+
+    def size_note(self, *, processes: int | None = None, batch_size: int | None = None,
+                  rule: str = "linear") -> str | None:
+        """The line the sweep's views show under the trials table when asked for another size:
+        ``scaled_params(...).line`` prefixed with the winner, a word when there is no winner yet,
+        None when no size is asked for.
+
+        Raises:
+            UserError: a bad size or rule (checked even before a winner exists).
+        """
+        if processes is None and batch_size is None:
+            return None
+        best = self.best
+        line = self._scaled(best or {"params": {}}, processes=processes, batch_size=batch_size, rule=rule).line
+        if best is None:
+            return "no finished trial yet: the learning rate at another size comes with the first winner"
+        return f"trial {best['number']} (the best) {line}"
 
     def log(self) -> str:
         """The driver's own log (trials started, pruned, finished)."""
         path = sweeps_dir() / f"{self.name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
-
-
-def _trainer_lr(spec: TrainSpec) -> float:
-    """The ``--lr`` the base job gives its ranks (its last ``--lr`` in ``extra_args``), else the
-    trainer's default."""
-    from lanenb_trainer.config import TrainConfig
-
-    args = list(spec.extra_args)
-    found = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--lr"]
-    return float(found[-1]) if found else TrainConfig().lr
 
 
 def _fmt(value: Any) -> str:
@@ -388,6 +454,10 @@ def attach(name: str) -> Sweep:
 
 def list_sweeps() -> list[str]:
     """The names of this home's sweeps, oldest first."""
+    from lanenb.home import lanenb_home
+
+    if not (lanenb_home() / "sweeps" / "sweeps.db").exists():
+        return []  # no sweep yet: neither Optuna's import nor an empty database for a mere look
     import optuna
 
     from lanenb.sweeps.study import storage_url

@@ -31,5 +31,5 @@ def test_fetch_button_shows_the_error_and_can_be_pressed_again(tmp_path):
         view.fetch_thread.join(60)
     finally:
         empty.stop()
-    assert "color:#c62828" in view.fetch_status.value and "not found at any URL" in view.fetch_status.value
+    assert "color:var(--lanenb-error" in view.fetch_status.value and "not found at any URL" in view.fetch_status.value
     assert not view.fetch_button.disabled and view.children == (view.fetch_row,)

@@ -62,4 +62,4 @@ def test_normal_run_gets_no_false_verdict(doctor_data, tmp_path):
     assert kinds <= {"unknown", "healthy"}, watch.story() + busy_elsewhere()
     assert "healthy" in kinds and watch.min_windows(2) >= 3, (watch.windows, watch.story())
     row = job_summary(job, watch.state)  # the finished job's row says the same
-    assert row["verdict_kind"] == "healthy" and row["verdict"].startswith("healthy: "), row
+    assert row["verdict"]["kind"] == "healthy" and row["verdict"]["line"].startswith("healthy: "), row

@@ -86,6 +86,14 @@ BAD_K8S = [
     ("rdma_resources", {"rdma/shared_ib": 0}, "k8s.rdma_resources[rdma/shared_ib]=0: must be >= 1"),
     ("rdma_resources", ["rdma/ib"], "k8s.rdma_resources=['rdma/ib']: must be a dict"),
     ("context", "", "k8s.context='': must be a non-empty string or None"),
+    ("labels", ["team=a"], "k8s.labels=['team=a']: must be a dict of label keys to string values"),
+    ("labels", {"team a": "x"}, "k8s.labels={'team a': 'x'}: label key 'team a' is not valid"),
+    ("labels", {"Example.com/team": "a"}, "label key 'Example.com/team' is not valid"),  # prefix: a DNS subdomain
+    ("labels", {"team": "a/b"}, "k8s.labels={'team': 'a/b'}: label team='a/b' is not valid: a value is a string"),
+    ("labels", {"team": "x" * 64}, "is not valid: a value is a string of 0-63"),
+    ("labels", {"trial": 3}, "label trial=3 is not valid"),
+    ("labels", {"app.kubernetes.io/managed-by": "me"}, "'app.kubernetes.io/managed-by' is set by lanenb or the MPI"),
+    ("labels", {"training.kubeflow.org/job-role": "x"}, "is set by lanenb or the MPI Operator"),
 ]
 
 

@@ -37,3 +37,20 @@ def test_submit_reattach_wait_and_events(cluster, kubeconfig, tmp_path, monkeypa
     assert [(e.kind, e.rank, e["loss"]) for e in events] == [("step", 0, 0.5), ("step", 1, 1.5)]
     info = again.describe()
     assert info["backend_detail"]["namespace"] == "default" and info["handle"]["run_dir"] == "/mnt/lanenb-runs/lane-api"
+
+
+def test_cancelling_a_job_whose_mpijob_goes_at_once_records_cancelled_with_the_why(bare_cluster, tmp_path,
+                                                                                   monkeypatch):
+    # no operator: the MPIJob has no pods, so the foreground delete removes it at once and the
+    # backend then reads it as gone (LOST); it was this cancel that removed it
+    thread, _ = bare_cluster
+    monkeypatch.setenv("KUBECONFIG", str(thread.write_kubeconfig(tmp_path / "kubeconfig")))
+    monkeypatch.setenv("LANENB_HOME", str(tmp_path / "home"))
+    job = submit(TrainSpec(dataset="/mnt/tusimple", backend="kubernetes", image="registry.example.com/t:1",
+                           name="lane-gone", volumes=["data:/mnt"]))
+    assert job.status().state is JobState.PENDING
+    status = job.cancel(reason="pruned at epoch 1: val.accuracy 0.1")
+    assert (status.state, status.reason) == (JobState.CANCELLED, "pruned at epoch 1: val.accuracy 0.1")
+    again = get_job("lane-gone").status()  # the record, as another kernel reads it
+    assert (again.state, again.reason) == (JobState.CANCELLED, "pruned at epoch 1: val.accuracy 0.1")
+    assert get_job("lane-gone").cancel().state is JobState.CANCELLED  # twice is fine

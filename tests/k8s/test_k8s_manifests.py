@@ -33,6 +33,7 @@ VARIANTS = {
     "openshift-restricted": dict(processes=4, large_shm=True, k8s={"slots_per_worker": 2, "openshift": True}),
     "resources": dict(cpu="4", memory="16Gi", volumes=["data:/data:ro", "out:/out"], image_pull_policy="Always",
                       dataset="/data/tusimple"),
+    "labelled": dict(k8s={"labels": {"lanenb.io/sweep": "lr-search", "lanenb.io/trial": "3", "team": ""}}),
 }
 
 
@@ -51,6 +52,15 @@ def test_every_generated_mpijob_validates_against_the_crd(variant, mpijob_schema
     assert launcher["replicas"] == 1
     for replica in job["spec"]["mpiReplicaSpecs"].values():
         assert replica["restartPolicy"] == "Never" and "restartPolicy" not in replica["template"]["spec"]
+
+
+def test_extra_labels_go_on_the_mpijob_and_both_pod_templates_beside_lanenbs_own():
+    labels = {"lanenb.io/sweep": "lr-search", "lanenb.io/trial": "3"}
+    job = build_mpijob(spec_for(k8s={"labels": labels}))
+    for where in (job["metadata"], *(r["template"]["metadata"] for r in job["spec"]["mpiReplicaSpecs"].values())):
+        assert where["labels"] == {**labels, "app.kubernetes.io/managed-by": "lanenb", "app.kubernetes.io/name":
+                                   "lanenb-trainer", "app.kubernetes.io/instance": "lane-unit"}
+    assert "lanenb.io/sweep: lr-search" in render(spec_for(k8s={"labels": labels}))
 
 
 def test_schema_check_is_not_vacuous(mpijob_schema):

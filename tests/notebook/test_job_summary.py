@@ -49,7 +49,7 @@ def test_a_running_job_row_has_progress_eta_val_accuracy_and_age():
     assert JobTable._row(row) == {"name": "lane-1", "backend": "local", "status": "running",
                                   "progress": "20% (ETA 1m20s)", "accuracy": "0.8000 val (epoch 0)", "age": "2m05s",
                                   "verdict": "-"}
-    assert (row["verdict"], row["verdict_kind"]) == ("unknown: no step timing yet", "unknown")
+    assert row["verdict"] is None  # no step timing yet: no face shows a verdict (shown_verdict)
 
 
 def test_a_final_job_row_names_the_reason_and_prefers_test_accuracy_without_eta():
@@ -95,15 +95,16 @@ def test_the_row_carries_the_doctors_verdict_and_the_per_rank_breakdown():
         for rank in (0, 1):
             timing(state, rank, 10 * (i + 1), t, data_s=0.5, compute_s=0.5)
     row = job_summary(FakeJob(), state, now=1125.0)
-    assert row["verdict_kind"] == "input-bound"
-    assert row["verdict"].startswith("input-bound: ranks wait 50% of each step for data; loader workers 2 -> try ")
+    assert row["verdict"]["kind"] == "input-bound" and row["verdict"]["severity"] == "warn"
+    line = row["verdict"]["line"]
+    assert line.startswith("input-bound: ranks wait 50% of each step for data; loader workers 2 -> try ")
     assert row["breakdown"]["1"]["data"] == pytest.approx(0.5) and set(row["breakdown"]) == {"0", "1"}
-    assert JobTable._row(row)["verdict"] == row["verdict"]
+    assert JobTable._row(row)["verdict"] == line
     state.fold_status(JobStatus(JobState.SUCCEEDED))
     assert job_summary(FakeJob(), state)["verdict"] == row["verdict"]  # a finished job keeps its verdict
     table = JobTable([])
     table.rows = [JobTable._row(row)]
-    assert row["verdict"] in table.table().text()
+    assert line in table.table().text()
     assert "<th style='text-align:left;'>verdict</th>" in table.table().html()
 
 
@@ -111,4 +112,4 @@ def test_a_job_measuring_its_first_window_says_so_in_the_table():
     state = running_state()
     timing(state, 0, 10, 120.0, data_s=0.0, compute_s=0.5)
     row = job_summary(FakeJob(), state)
-    assert row["verdict_kind"] == "unknown" and JobTable._row(row)["verdict"].startswith("unknown: measuring")
+    assert row["verdict"]["kind"] == "unknown" and JobTable._row(row)["verdict"].startswith("unknown: measuring")

@@ -105,8 +105,9 @@ def test_the_report_shows_how_each_rank_count_splits_its_step_and_what_stopped_i
     one, two = report.rows()
     assert one["breakdown"] == pytest.approx({"data": 0.1, "compute": 0.9, "exchange": 0.0, "other": 0.0})
     assert two["breakdown"] == pytest.approx({"data": 0.05, "compute": 0.45, "exchange": 0.5, "other": 0.0})
-    assert one["verdict"].startswith("healthy: compute 90%")
-    assert two["verdict"].startswith("exchange-bound: 50% of each step is gradient exchange; larger per-rank batch")
+    assert one["verdict"]["line"].startswith("healthy: compute 90%") and one["verdict"]["severity"] == "ok"
+    assert two["verdict"]["kind"] == "exchange-bound"
+    assert two["verdict"]["line"].startswith("exchange-bound: 50% of each step is gradient exchange; larger per-rank")
     text = repr(report)
     assert "10/90/0/0%" in text and "5/45/50/0%" in text
     assert "2 ranks: exchange-bound: 50% of each step" in text and "exchange-bound" in report.table().html()

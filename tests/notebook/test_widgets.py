@@ -88,7 +88,7 @@ def test_view_shows_the_first_error_and_stop_cancels(scripted):
     view = JobView(job, refresh=0.2)
     assert wait_for(lambda: view.final, 30)
     assert "rank 1 failed: RuntimeError: loss is NaN" in view.banner.value
-    assert "color:#c62828" in view.log_pane.value and view.progress.bar_style == "danger"
+    assert "color:var(--lanenb-error" in view.log_pane.value and view.progress.bar_style == "danger"
     view.errors_only.value = True
     assert "plain output" not in view.log_pane.value and "loss is NaN" in view.log_pane.value
 

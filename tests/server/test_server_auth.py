@@ -13,7 +13,8 @@ from tornado.httpclient import HTTPClientError
 
 ROUTES = [("GET", "lanenb/jobs"), ("GET", "lanenb/jobs/x"), ("GET", "lanenb/jobs/x/updates"),
           ("GET", "lanenb/jobs/x/metrics"), ("POST", "lanenb/jobs/x/stop"), ("GET", "lanenb/snapshots"),
-          ("GET", "lanenb/snapshots/diff?a=1&b=2"), ("POST", "lanenb/snapshots/x/restore")]
+          ("GET", "lanenb/snapshots/diff?a=1&b=2"), ("POST", "lanenb/snapshots/x/restore"), ("GET", "lanenb/sweeps"),
+          ("GET", "lanenb/sweeps/x"), ("POST", "lanenb/sweeps/x/stop")]
 
 
 @pytest.mark.parametrize("method, path", ROUTES)

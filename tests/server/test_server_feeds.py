@@ -160,10 +160,10 @@ def test_the_charts_state_is_the_whole_stream_folded_once(job, clock):
 
 def test_the_view_carries_the_doctors_verdict_and_the_per_rank_breakdown(job, clock):
     """What the sidebar's panel draws: the verdict line and each rank's step split, growing
-    with the log like the charts (before timing: unknown)."""
+    with the log like the charts (before timing: no verdict, as every face)."""
     feed = JobFeed(job, tick_s=1.0, clock=clock)
     feed.refresh()
-    assert feed.view()["verdict"]["kind"] == "unknown" and feed.view()["breakdown"] == {}
+    assert feed.view()["verdict"] is None and feed.view()["breakdown"] == {}
     for window in range(1, 4):
         for rank in (0, 1):  # rank 1 computes longer; rank 0 waits for it in the all-reduce
             compute, wait = (0.3, 0.15) if rank == 0 else (0.45, 0.0)
