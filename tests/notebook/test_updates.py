@@ -149,8 +149,10 @@ def test_each_event_line_is_parsed_once_on_its_way_to_the_reducer(tmp_path, monk
     real = lines.parse_line
     monkeypatch.setattr(lines, "parse_line", lambda text: parsed.append(text) or real(text))
     handle = {"pid": 0, "run_dir": str(tmp_path), "log": str(log)}
-    job = SimpleNamespace(spec=None, handle=handle, backend=LocalBackend(),
-                          status=lambda: JobStatus("succeeded"))
+    from lanenb.contract.spec import TrainSpec
+
+    job = SimpleNamespace(spec=TrainSpec(dataset=str(tmp_path), name="parse-once"), handle=handle,
+                          backend=LocalBackend(), status=lambda: JobStatus("succeeded"))
     batch = poll(job)
     state = RunState().apply_all(batch.updates)
     assert len(parsed) == 4  # every line once (plain ones find no marker)
