@@ -82,14 +82,32 @@ def _others_at(study: Any, number: int, epoch: int) -> list[float]:
 
 
 def _pruned_why(study: Any, run: _Running, epoch: int, objective: Objective) -> str:
-    """"pruned at epoch 3: val accuracy 0.610, the other trials' median there 0.740 (best 0.800)"."""
+    """Why the pruner stopped a trial, in its own rule's words.
+
+    ASHA (successive halving): "pruned at epoch 3: val.accuracy 0.610, below the rung's cutoff
+    0.740 (the top third of 7 trials there; best 0.800)"; the median pruner: "..., the other
+    trials' median there 0.740 (best 0.800)".
+    """
+    import optuna
+
     value = run.values[epoch]
     others = _others_at(study, run.trial.number, epoch)
     text = f"pruned at epoch {epoch}: {objective.label} {value:.3f}"
-    if others:
-        best = max(others) if objective.direction == "maximize" else min(others)
-        text += f", the other trials' median there {statistics.median(others):.3f} (best {best:.3f})"
-    return text
+    if not others:
+        return text
+    maximize = objective.direction == "maximize"
+    best = max(others) if maximize else min(others)
+    pruner = getattr(study, "pruner", None)
+    if isinstance(pruner, optuna.pruners.SuccessiveHalvingPruner):
+        # Optuna's rule: a trial goes on when it is at least as good as the value at position
+        # len // reduction_factor - 1 of the rung's values, best first (its own included)
+        factor = getattr(pruner, "_reduction_factor", 3)
+        ranked = sorted([*others, value], reverse=maximize)
+        cutoff = ranked[max(0, len(ranked) // factor - 1)]
+        share = {2: "half", 3: "third", 4: "quarter"}.get(factor, f"1/{factor}")
+        return (f"{text}, below the rung's cutoff {cutoff:.3f} (the top {share} of {len(ranked)} trials there; "
+                f"best {best:.3f})")
+    return f"{text}, the other trials' median there {statistics.median(others):.3f} (best {best:.3f})"
 
 
 def _settle(study: Any, run: _Running, objective: Objective) -> None:
