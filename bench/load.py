@@ -378,7 +378,7 @@ def server_cpu(names: list[str], rounds: int = 20) -> dict[str, float]:
     from lanenb.server import api
 
     cursors = {n: api.job_updates(n, None, tail=200)["cursor"] for n in names}
-    spent = {"updates": 0.0, "metrics (charts)": 0.0, "jobs list (50, uncached)": 0.0}
+    spent = {"updates": 0.0, "panel state (charts)": 0.0, "jobs list (50, uncached)": 0.0}
     for _ in range(rounds):
         time.sleep(0.5)  # a tick: new lines to read
         for n in names:
@@ -386,8 +386,8 @@ def server_cpu(names: list[str], rounds: int = 20) -> dict[str, float]:
             cursors[n] = api.job_updates(n, cursors[n])["cursor"]
             spent["updates"] += time.process_time() - t
             t = time.process_time()
-            api.job_metrics(n)
-            spent["metrics (charts)"] += time.process_time() - t
+            api.job_panel_state(n)  # what updates?state=1 adds
+            spent["panel state (charts)"] += time.process_time() - t
         api._LIST_CACHE.clear()
         t = time.process_time()
         api.list_job_summaries(50)

@@ -6,6 +6,11 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import type { Rows, Spec } from './vegacharts';
 
+// The payload types below are written once in Python, lanenb/server/payloads.py (one TypedDict
+// per interface: IName <-> Name); tests/server/test_payload_types.py fails when a field is on
+// one side only. Change both, and the producer the TypedDict's docstring names.
+
+/** The newest system samples of the lowest rank (lanenb.analysis.summary.utilisation). */
 export interface IUtilisation {
   metric: 'gpu_util' | 'cpu_percent' | null;
   rank?: number;
@@ -41,6 +46,27 @@ export interface IVerdict {
   severity: 'ok' | 'active' | 'warn' | 'error' | 'muted';
 }
 
+/** One scored model (lanenb_trainer.evaluation.headline.Figure.to_dict). */
+export interface IFigure {
+  model: string;
+  epoch: number | null;
+  label: string;
+  split: 'test' | 'val';
+  accuracy: number | null;
+  fp: number | null;
+  fn: number | null;
+  frames: number | null;
+}
+
+/** The run's headline figure with its model label, the other test model beside it
+ * (Headline.to_dict): `text` is the words every face shows, e.g.
+ * "test acc 0.9380 (best.pt, epoch 6), 0.9480 (last, epoch 9)"; `cell` a table's words. */
+export interface IHeadline extends IFigure {
+  text: string;
+  cell: string;
+  other: IFigure | null;
+}
+
 /** One row of lanenb.analysis.summary.job_summary: the same fields %lanejobs and
  * `lanenb jobs list` format. A job whose state could not be read has `error` set, state
  * "unknown" and the rest null. */
@@ -60,8 +86,8 @@ export interface IJobSummary {
   accuracy: number | null;
   accuracy_split: 'test' | 'val' | null;
   /** Which model `accuracy` is for: "best.pt, epoch 6", "last, epoch 9", "val, epoch 3". */
-  accuracy_label?: string | null;
-  headline?: IHeadline | null;
+  accuracy_label: string | null;
+  headline: IHeadline | null;
   loss: number | null;
   summary: string | null;
   utilisation: IUtilisation;
@@ -72,66 +98,36 @@ export interface IJobSummary {
   breakdown: { [rank: string]: IStepSplit };
 }
 
-/** One scored model (lanenb_trainer.evaluation.headline.Figure.to_dict). */
-export interface IFigure {
-  model: string;
-  epoch: number | null;
-  label: string;
-  split: 'test' | 'val';
-  accuracy: number | null;
-  fp: number | null;
-  fn: number | null;
-  frames: number | null;
+/** Where a job stands (lanenb.contract.status.JobStatus.to_dict). */
+export interface IJobStatus {
+  state: string;
+  reason: string | null;
+  message: string | null;
+  started: number | null;
+  finished: number | null;
+  ranks: { [rank: string]: unknown };
+  exit_code: number | null;
 }
 
-/** The run's headline figure with its model label, the other test model beside it
- * (Headline.to_dict): `text` is the words every face shows, e.g.
- * "test acc 0.9380 (best.pt, epoch 6), 0.9480 (last, epoch 9)". */
-export interface IHeadline extends IFigure {
+/** One log line of an update: `rank` null for the launcher's own lines. */
+export interface IUpdateLine {
+  rank: number | null;
   text: string;
-  other: IFigure | null;
+  source: string;
+  error: boolean;
 }
 
+/** One update of a job's stream (lanenb.server.feeds.update_dict): a status change, a log line
+ * (with its `@lanenb` event, and `display`: the line in words, null for charted samples). */
 export interface IUpdate {
   cursor: string;
-  status?: { state: string; reason?: string | null };
-  line?: { rank: number | null; text: string; source: string; error?: boolean };
+  status?: IJobStatus;
+  line?: IUpdateLine;
   event?: { kind: string; [key: string]: unknown };
   display?: string | null;
 }
 
-export interface ISeries {
-  x: number[];
-  y: number[];
-}
-
-/** The job's reduced state (RunState.to_dict of the server's one state per job): what the
- * charts and the panel's status line draw. */
-export interface IRunState {
-  name: string;
-  state: string;
-  step: number;
-  total_steps: number | null;
-  progress: number | null;
-  accuracy: number | null;
-  headline?: IHeadline | null;
-  series: { [name: string]: ISeries };
-  epochs: { [name: string]: ISeries };
-  system: { [rank: string]: { [name: string]: ISeries } };
-  /** Per rank: where a step goes (absent from servers before the doctor). */
-  breakdown?: { [rank: string]: IStepSplit };
-  /** Per rank: the latest timing window, with `host` and `device`. */
-  timing?: { [rank: string]: { host?: string | null; device?: string | null } };
-  /** The doctor's verdict, null when no face shows one (lanenb.analysis.doctor.shown_verdict). */
-  verdict?: IVerdict | null;
-  eta_s?: number | null;
-  world_size?: number | null;
-  /** One row per rank (lanenb.analysis.chartdata.rank_table). */
-  ranks?: IRankRow[];
-  /** The Vega-Lite panels and their rows (lanenb.analysis.chartdata): the notebook's charts. */
-  charts?: { specs: Spec[]; rows: Rows };
-}
-
+/** One row per rank (lanenb.analysis.chartdata.rank_table). */
 export interface IRankRow {
   rank: number;
   host: string | null;
@@ -147,24 +143,55 @@ export interface IRankRow {
   other: number | null;
 }
 
+/** The Vega-Lite panels and their rows (lanenb.analysis.chartdata): the notebook's charts. */
+export interface IRunCharts {
+  specs: Spec[];
+  rows: Rows;
+}
+
+/** What the job panel draws (lanenb.server.feeds.JobFeed.panel_state), sent with the updates
+ * when asked: the status line's fields, the headline, the verdict, the rank table and the
+ * charts. The run's whole history is GET lanenb/jobs/<name>/metrics (for scripts). */
+export interface IJobPanelState {
+  state: string;
+  step: number;
+  total_steps: number | null;
+  progress: number | null;
+  eta_s: number | null;
+  world_size: number | null;
+  headline: IHeadline | null;
+  /** The doctor's verdict, null when no face shows one (lanenb.analysis.doctor.shown_verdict). */
+  verdict: IVerdict | null;
+  ranks: IRankRow[];
+  charts: IRunCharts;
+}
+
+/** GET lanenb/jobs/<name>/updates (lanenb.server.feeds.JobFeed.updates). */
 export interface IUpdateBatch {
   updates: IUpdate[];
-  cursor: string;
+  cursor: string | null;
   final: boolean;
-  status: { state: string; reason?: string | null } | null;
+  status: IJobStatus | null;
   /** Present when the request asked for it (`state: true`). */
-  state?: IRunState;
+  state?: IJobPanelState;
+}
+
+/** POST lanenb/jobs/<name>/stop (lanenb.server.api.stop_job). */
+export interface IStopReply {
+  name: string;
+  status: IJobStatus;
 }
 
 /** How to read the update stream: `wait` seconds of long poll (at most 25), `tail` lines to
  * start with when there is no cursor yet (the live end, not the log's start), `state` to
- * have the reduced state sent along. */
+ * have the job panel's state sent along. */
 export interface IUpdateOptions {
   wait?: number;
   tail?: number;
   state?: boolean;
 }
 
+/** One row of GET lanenb/snapshots (lanenb.snapshots.base.Snapshot.to_dict and its `job`). */
 export interface ISnapshot {
   id: string;
   name: string;
@@ -174,8 +201,9 @@ export interface ISnapshot {
   labels: { [key: string]: string };
   ready: boolean;
   backend: string;
+  file_count: number | null;
+  error: string | null;
   job: string | null;
-  error?: string | null;
 }
 
 /** One path that differs between two snapshots (lanenb.snapshots.base.FileChange). */
@@ -192,6 +220,12 @@ export interface ISnapshotDiff {
   b: string;
   summary: string;
   changes: IFileChange[];
+}
+
+/** POST lanenb/snapshots/<id>/restore (lanenb.server.api.restore_snapshot). */
+export interface IRestoreReply {
+  id: string;
+  volume: string;
 }
 
 /** A sweep's state (lanenb.sweeps.Sweep.state); "unknown" when its study could not be read. */
@@ -214,6 +248,12 @@ export interface ISweepBest {
   objective: string;
 }
 
+/** What a sweep optimises, as its list row shows it. */
+export interface ISweepObjective {
+  label: string;
+  direction: 'maximize' | 'minimize';
+}
+
 /** One row of GET /lanenb/sweeps (lanenb.sweeps.Sweep.summary), newest sweep first. A sweep
  * whose study could not be read has `error` set, state "unknown" and the rest null. */
 export interface ISweepSummary {
@@ -224,7 +264,7 @@ export interface ISweepSummary {
   trials_done: number | null;
   trials_running: number | null;
   best: ISweepBest | null;
-  objective: { label: string; direction: 'maximize' | 'minimize' } | null;
+  objective: ISweepObjective | null;
   sampler: string | null;
   pruner: string | null;
   error?: string;
@@ -253,24 +293,33 @@ export interface ISearchDimension {
   choices: (number | string | boolean)[];
 }
 
+/** A sweep's settings (lanenb.sweeps.driver.SweepSettings), the base job redacted. */
+export interface ISweepSettings {
+  space: ISearchDimension[];
+  trials: number;
+  parallel: number;
+  sampler: string;
+  pruner: string;
+  min_epochs: number;
+  seed: number | null;
+  objective: { split: string; field: string; direction: 'maximize' | 'minimize' };
+  base: { [field: string]: unknown };
+}
+
 /** GET /lanenb/sweeps/<name> (lanenb.server.api.sweep_detail): the summary, the trials table,
  * the settings (the base job with secret-looking values redacted) and the %lanesweep chart as
  * one Vega-Lite spec per part (values inline). */
 export interface ISweepDetail extends ISweepSummary {
   params: string[];
   trials: ITrialRow[];
-  settings: {
-    space: ISearchDimension[];
-    trials: number;
-    parallel: number;
-    sampler: string;
-    pruner: string;
-    min_epochs: number;
-    seed: number | null;
-    objective: { split: string; field: string; direction: 'maximize' | 'minimize' };
-    base: { [field: string]: unknown };
-  };
+  settings: ISweepSettings;
   charts: Spec[];
+}
+
+/** POST lanenb/sweeps/<name>/stop (lanenb.server.api.stop_sweep). */
+export interface ISweepStopReply {
+  name: string;
+  state: SweepState;
 }
 
 /** An error the server answered with: its JSON ``message`` is meant for people. */
@@ -325,21 +374,21 @@ export const api = {
       state: opts.state ? '1' : undefined
     }),
   stop: (name: string) =>
-    requestAPI<{ status: { state: string } }>(`jobs/${enc(name)}/stop`, {
+    requestAPI<IStopReply>(`jobs/${enc(name)}/stop`, {
       method: 'POST',
       body: JSON.stringify({ confirm: name })
     }),
   sweeps: () => requestAPI<{ sweeps: ISweepSummary[] }>('sweeps'),
   sweep: (name: string) => requestAPI<ISweepDetail>(`sweeps/${enc(name)}`),
   stopSweep: (name: string) =>
-    requestAPI<{ name: string; state: SweepState }>(`sweeps/${enc(name)}/stop`, {
+    requestAPI<ISweepStopReply>(`sweeps/${enc(name)}/stop`, {
       method: 'POST',
       body: JSON.stringify({ confirm: name })
     }),
   snapshots: () => requestAPI<{ snapshots: ISnapshot[] }>('snapshots'),
   diff: (a: string, b: string) => requestAPI<ISnapshotDiff>('snapshots/diff', {}, { a, b }),
   restore: (id: string, newVolume: string) =>
-    requestAPI<{ id: string; volume: string }>(`snapshots/${enc(id)}/restore`, {
+    requestAPI<IRestoreReply>(`snapshots/${enc(id)}/restore`, {
       method: 'POST',
       body: JSON.stringify({ new_volume: newVolume })
     })

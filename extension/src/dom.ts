@@ -16,6 +16,16 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
+/** ``text`` as nodes that wrap at spaces only: a browser also breaks a line after a hyphen, which
+ *  would split "--num-workers" or "input-bound:" over two lines, so each word holding one is a
+ *  span that does not wrap (lanenb-word). The text reads and copies the same. */
+export function wholeWords(text: string): Node[] {
+  return text
+    .split(/(\s+)/)
+    .filter(part => part !== '')
+    .map(part => (part.includes('-') ? el('span', 'lanenb-word', part) : document.createTextNode(part)));
+}
+
 /** A coloured chip naming a job state (colours follow the JupyterLab theme's variables). */
 export function stateChip(state: string): HTMLSpanElement {
   const chip = el('span', 'lanenb-chip', state || '…');

@@ -7,7 +7,7 @@
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { api, IRankRow, IRunState } from './api';
+import { api, IJobPanelState, IRankRow } from './api';
 import { el, formatDuration, stateChip } from './dom';
 import { confirmStop } from './sidebar';
 import { ChartGrid } from './vegacharts';
@@ -138,11 +138,9 @@ export class JobPanel extends Widget {
       this._chartsAt = Date.now();
       this._chartsOwed = false;
       this._chartsFinal = batch.final;
-      if (batch.state.charts) {
-        this._grid.setSpecs(batch.state.charts.specs);
-        void this._grid.setData(batch.state.charts.rows);
-      }
-      this.drawRanks(batch.state.ranks ?? []);
+      this._grid.setSpecs(batch.state.charts.specs);
+      void this._grid.setData(batch.state.charts.rows);
+      this.drawRanks(batch.state.ranks);
     } else if (batch.updates.length > 0) {
       this._chartsOwed = true;
     }
@@ -260,7 +258,7 @@ export class JobPanel extends Widget {
   private _cursor: string | null = null;
   private _final = false;
   private _state = '';
-  private _run: IRunState | null = null;
+  private _run: IJobPanelState | null = null;
   private _reading: Promise<void> | null = null;
   private _chartsAt = 0;
   private _chartsOwed = false;

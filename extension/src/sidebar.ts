@@ -10,8 +10,9 @@ import { Widget } from '@lumino/widgets';
 
 import { api, IJobSummary, ISnapshot, ISnapshotDiff } from './api';
 import { sparkline } from './charts';
-import { el, formatBytes, formatDuration, relativeTime, stateChip } from './dom';
+import { el, formatBytes, formatDuration, relativeTime, stateChip, wholeWords } from './dom';
 import { SweepList } from './sweeps';
+import { TeamSection } from './team';
 
 const RUNNING = new Set(['pending', 'running', 'restarting', 'suspended']);
 const SHORT_ID = 8;
@@ -70,6 +71,7 @@ export class LaneSidebar extends Widget {
     const header = el('div', 'lanenb-sidebar-header', 'Lane training');
     this._jobs = el('div', 'lanenb-jobs');
     this._sweeps = new SweepList(() => void this.refreshNow());
+    this._team = new TeamSection();
     this._snaps = el('div', 'lanenb-snapshots');
     this._message = el('div', 'lanenb-message');
     this._message.setAttribute('role', 'status');
@@ -86,6 +88,7 @@ export class LaneSidebar extends Widget {
       this._jobs,
       el('h3', 'lanenb-section', 'Sweeps'),
       this._sweeps.node,
+      this._team.node,
       snapHead,
       this._snaps
     );
@@ -101,6 +104,7 @@ export class LaneSidebar extends Widget {
   dispose(): void {
     this._poll.dispose();
     this._sweeps.dispose();
+    this._team.dispose();
     super.dispose();
   }
 
@@ -141,7 +145,8 @@ export class LaneSidebar extends Widget {
     }
   }
 
-  /** Three short lines: chip, name, Stop / progress with ETA, headline / sparkline, verdict. */
+  /** Three short lines: chip, name, Stop / progress with ETA, headline / sparkline, verdict; the
+   *  headline and the verdict take a line of their own where they do not fit (lanenb-job-wraps). */
   private jobRow(job: IJobSummary): HTMLDivElement {
     const item = el('div', `lanenb-job lanenb-state-${job.state}`);
     item.dataset.job = job.name;
@@ -161,7 +166,7 @@ export class LaneSidebar extends Widget {
       };
       top.appendChild(stop);
     }
-    const middle = el('div', 'lanenb-job-row');
+    const middle = el('div', 'lanenb-job-row lanenb-job-wraps');
     const bar = el('progress', 'lanenb-job-progress');
     bar.max = 1;
     bar.value = job.progress ?? (job.final && job.state === 'succeeded' ? 1 : 0);
@@ -177,11 +182,12 @@ export class LaneSidebar extends Widget {
       acc.append(el('span', 'lanenb-acc-label', 'no accuracy yet'));
     }
     middle.append(bar, el('span', 'lanenb-job-percent', `${percent(job.progress)}${eta}`), acc);
-    const bottom = el('div', 'lanenb-job-row');
+    const bottom = el('div', 'lanenb-job-row lanenb-job-wraps');
     const util = job.utilisation;
     bottom.appendChild(sparkline(util.values, util.metric === 'gpu_util' ? 'GPU' : 'CPU'));
     if (job.verdict) {
-      const verdict = el('span', 'lanenb-verdict lanenb-job-verdict', job.verdict.line);
+      const verdict = el('span', 'lanenb-verdict lanenb-job-verdict');
+      verdict.append(...wholeWords(job.verdict.line));
       verdict.dataset.kind = job.verdict.kind;
       verdict.title = job.verdict.line;
       bottom.appendChild(verdict);
@@ -305,6 +311,7 @@ export class LaneSidebar extends Widget {
 
   private _picked: string[] = [];
   private readonly _jobs: HTMLDivElement;
+  private readonly _team: TeamSection;
   private readonly _sweeps: SweepList;
   private readonly _snaps: HTMLDivElement;
   private readonly _message: HTMLDivElement;

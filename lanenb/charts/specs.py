@@ -9,7 +9,7 @@ renderer in one wheel, no browser). The specs name their datasets (``{"data": {"
 sets instead of re-drawing the chart; ``with_values`` inlines rows for a static render. Why
 not bqplot/ipympl: they live in the kernel only and the sidebar would need a second chart
 definition; why not uPlot: its options are JavaScript (formatters are functions), so Python
-could not write them. Measurements in docs/ARCHITECTURE.md.
+could not write them. Measurements in docs/architecture/base-tools.md.
 
 Rows are written by ``lanenb.analysis.chartdata`` (from the one reducer, ``RunState``); every
 row has a key ``k`` so a face can tell a changed row from a new one.

@@ -27,6 +27,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--all", action="store_true", help="every recorded job, newest first")
     p.add_argument("--json", action="store_true", help="machine-readable output (the same jobs, same order)")
     p.add_argument("--refresh", action="store_true", help="ask each unfinished job's backend for its state")
+    p.add_argument("--team", action="store_true",
+                   help="every lanenb MPIJob you may read in the cluster (all users): who, state and why it waits, "
+                        "GPUs by node, quotas, and what RBAC kept from you")
+    p.add_argument("--namespace", action="append", default=None, metavar="NS",
+                   help="with --team: only this namespace (repeat for more; default: every namespace you may list, "
+                        "else your context's namespace and $LANENB_TEAM_NAMESPACES)")
+    p.add_argument("--context", default=None, help="with --team: the kubeconfig context (default: the current one)")
     p.set_defaults(func=_list)
 
     p = sub.add_parser("show", help="the doctor's verdict (why the run is slow), then status, spec, metrics and "
@@ -124,9 +131,25 @@ def _recorded_state(job: Any, refresh: bool) -> RunState:
     return state
 
 
+def _team(args: argparse.Namespace) -> int:
+    """``--team``: one list of each resource, one progress pass, nothing left running."""
+    from lanenb.team import team_view
+
+    view = team_view(context=args.context, namespaces=args.namespace, watch=False)
+    print(json.dumps(view.to_dict(), indent=2) if args.json else view.text())
+    return 0
+
+
 def _list(args: argparse.Namespace) -> int:
     from lanenb.analysis.summary import job_summaries
     from lanenb.jobs import JobRegistry, list_jobs
+
+    if args.team:
+        return _team(args)
+    if args.namespace or args.context:
+        print("error: --namespace and --context go with --team (your own jobs are listed from the registry)",
+              file=sys.stderr)
+        return 2
 
     if not args.all and args.limit < 1:
         print(f"error: --limit must be >= 1, got {args.limit}", file=sys.stderr)

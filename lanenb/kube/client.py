@@ -126,6 +126,16 @@ class Clients:
         """
         return self.call(fn, *args, what=what, _preload_content=False, **kwargs)
 
+    def delete_mpijob(self, namespace: str, name: str, uid: str | None = None) -> None:
+        """Delete an MPIJob, its pods first (Foreground). With ``uid`` the delete carries it as a
+        precondition, so the API server itself refuses (409) to delete another MPIJob that took
+        the name after ours was gone. ``ApiException`` 404 / 409 reach the caller, which knows
+        what "gone" means to it; 401/403 and retries as :meth:`call`."""
+        options = k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(uid=uid)) if uid else None
+        self.call(self.custom.delete_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace,
+                  MPIJOB_PLURAL, name, propagation_policy="Foreground", body=options,
+                  what=f"deleting MPIJob {namespace}/{name}")
+
     def call(self, fn: Callable[..., T], *args: Any, what: str = "the request", **kwargs: Any) -> T:
         """Run one API call with retries on 429/5xx/transport errors; map the rest to our errors.
         Calls without their own ``_request_timeout`` get ``self.timeout``."""

@@ -1,7 +1,7 @@
 """Stopping processes: the one TERM-then-KILL sequence every stop path uses.
 
 The supervisor's cancel and its orphan reaping, the kernel's stop of a job whose supervisor is
-gone and ``lanenb train``'s Ctrl-C all stop ranks the same way (docs/ARCHITECTURE.md, "Local
+gone and ``lanenb train``'s Ctrl-C all stop ranks the same way (docs/architecture/backends-jobs.md, "Local
 jobs"): exactly one signal each (a second one makes a rank or Open MPI give up at once, cutting
 off a rank that is still writing its checkpoint and its ``end(status=cancelled)`` event), a
 grace period, then SIGKILL for what is left. A zombie counts as stopped: a rank whose parent

@@ -280,14 +280,28 @@ class LaneMagics(Magics):
     @line_magic
     @magic_arguments()
     @argument("--limit", type=int, default=20, help="newest N jobs (default 20)")
+    @argument("--team", action="store_true", help="every lanenb MPIJob you may read in the cluster (all users), "
+                                                  "GPU capacity, quotas, and what RBAC kept from you")
+    @argument("--namespace", action="append", default=None, help="with --team: only this namespace (repeatable)")
+    @argument("--context", default=None, help="with --team: the kubeconfig context")
     @_user_errors
     def lanejobs(self, line: str) -> None:
         """A table of lanenb jobs, newest first: name, backend, status, progress, accuracy, age and
-        the doctor's verdict (why a run is slow: input-bound, straggler, exchange-bound, ...)."""
+        the doctor's verdict (why a run is slow: input-bound, straggler, exchange-bound, ...).
+        ``--team``: the team's MPIJobs (user, namespace, size, why a job waits, run time, progress,
+        GPU use), GPUs by node and quota; kept current by watches, so asking again is cheap."""
         args = parse_argstring(self.lanejobs, line)
         if args.limit < 1:
             raise UsageError(f"--limit must be >= 1, got {args.limit}")
         from IPython.display import display
+
+        if args.team:
+            from lanenb.team import team_view
+
+            display(team_view(context=args.context, namespaces=args.namespace))
+            return
+        if args.namespace or args.context:
+            raise UsageError("--namespace and --context go with --team")
 
         display(JobTable(list_jobs(newest_first=True, limit=args.limit)))
 

@@ -16,7 +16,7 @@ Two rules hold for every writer:
   process, never from here; only keyed fingerprints of the values are kept (``$LANENB_HOME/secrets``),
   so that any reader can redact them from logs.
 
-A team's load (README, "A team's load"): lists are ordered and cut by SQLite on an index, so
+A team's load (docs/guide/team-load.md): lists are ordered and cut by SQLite on an index, so
 20 rows of 2,000 cost what 20 rows of 20 do; finished jobs leave the registry only when a person
 runs ``lanenb jobs prune`` (``prune``: the rows go to an archive file first, run dirs stay);
 ``$LANENB_HOME`` on a network filesystem runs without WAL (``lanenb.registry.filesystem``); a

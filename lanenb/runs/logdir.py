@@ -3,7 +3,7 @@
 The ranks write them under ``<run dir>/tensorboard/`` (``lanenb_trainer.tensorboard_log``): on
 this machine for a local job, on the job's volume (PVC) for a Kubernetes job, where the path is
 the one inside the pods. The notebook server sees it there when it mounts the same PVC at the
-same path (the usual Kubeflow / RUN:AI notebook set-up); README "TensorBoard and MLflow" says
+same path (the usual Kubeflow / RUN:AI notebook set-up); docs/guide/trackers.md says
 what to do otherwise.
 """
 

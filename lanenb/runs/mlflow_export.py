@@ -25,7 +25,8 @@ __all__ = ["to_mlflow", "MlflowExport", "NotFinishedError", "AlreadyExportedErro
 DEFAULT_EXPERIMENT = "lanenb"
 # MLflow's documented limits: per log_batch call, and on a param value's length
 _MAX_METRICS, _MAX_PARAMS, _MAX_PARAM_CHARS = 1000, 100, 6000
-_STATUS = {JobState.SUCCEEDED: "FINISHED", JobState.CANCELLED: "KILLED"}  # else FAILED
+# else FAILED; a preempted run was stopped from outside, as a cancelled one (MLflow has no other word)
+_STATUS = {JobState.SUCCEEDED: "FINISHED", JobState.CANCELLED: "KILLED", JobState.PREEMPTED: "KILLED"}
 
 T = TypeVar("T")
 

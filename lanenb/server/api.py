@@ -16,8 +16,9 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import lanenb.server.payloads as payloads
 from lanenb.analysis.runstate import tail_state
 from lanenb.analysis.summary import error_summary, job_summary
 from lanenb.errors import UserError
@@ -26,8 +27,8 @@ from lanenb.jobs import JobRegistry, get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
 __all__ = ["ConfirmationError", "HiddenTargetError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
-           "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot", "list_sweep_summaries",
-           "sweep_detail", "stop_sweep", "MAX_LINES", "MAX_LIST_LIMIT", "FEEDS"]
+           "job_panel_state", "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot",
+           "list_sweep_summaries", "sweep_detail", "stop_sweep", "MAX_LINES", "MAX_LIST_LIMIT", "FEEDS"]
 
 _TAIL_LINES = 400         # log lines read per job for the jobs list (``tail_state``)
 
@@ -35,7 +36,7 @@ FEEDS = Feeds()  # one reduced state + update buffer per watched job, shared by 
 LIST_TTL_S = 1.0  # the jobs list is read at most this often, however many sidebars ask
 MAX_LIST_LIMIT = 500  # the most rows one jobs list reads (each unfinished row reads a log tail)
 LIST_KEPT = 8  # list readings kept (by home and limit), least recently read dropped with their stamps
-_LIST_CACHE: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
+_LIST_CACHE: dict[tuple[str, int], tuple[float, list[payloads.JobSummary]]] = {}
 _LIST_LOCK = threading.Lock()
 _LIST_DONE = threading.Condition(_LIST_LOCK)  # a reading finished
 _LIST_STAMPS: dict[tuple[str, int], tuple[int, float]] = {}  # the registry's stamp of each kept reading
@@ -59,7 +60,7 @@ def _tail_state(job: Any) -> Any:
     return tail_state(job, _TAIL_LINES)
 
 
-def _summary(job: Any) -> dict[str, Any]:
+def _summary(job: Any) -> payloads.JobSummary:
     """One list row, as cheaply as it is right: a watched job's from its feed (no log read), a
     finished job's from the state read once (it will not change), the others' from their tails."""
     now = time.time()
@@ -75,12 +76,12 @@ def _summary(job: Any) -> dict[str, Any]:
                 _FINAL_STATES[key] = state
                 while len(_FINAL_STATES) > FINAL_STATES_KEPT:
                     _FINAL_STATES.popitem(last=False)
-        return job_summary(job, state, now=now)
+        return cast(payloads.JobSummary, job_summary(job, state, now=now))
     except Exception as exc:  # one broken job must not hide the others
-        return error_summary(job, exc, now=now)
+        return cast(payloads.JobSummary, error_summary(job, exc, now=now))
 
 
-def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
+def list_job_summaries(limit: int = 50) -> list[payloads.JobSummary]:
     """Jobs newest first: ``job_summary`` rows (state, progress, accuracy, latest utilisation).
 
     A job whose status cannot be read (a cluster that is unreachable) is listed with an
@@ -110,7 +111,8 @@ def list_job_summaries(limit: int = 50) -> list[dict[str, Any]]:
     return _read_list(key, limit, stamp)
 
 
-def _read_list(key: tuple[str, int], limit: int, stamp: tuple[int, float] | None = None) -> list[dict[str, Any]]:
+def _read_list(key: tuple[str, int], limit: int,
+               stamp: tuple[int, float] | None = None) -> list[payloads.JobSummary]:
     try:
         stamp = stamp or JobRegistry().stamp()
         jobs = list_jobs(newest_first=True, limit=limit)  # the same order and cut as %lanejobs and `jobs list`
@@ -143,7 +145,7 @@ def job_detail(name: str) -> dict[str, Any]:
     return info
 
 
-def stop_job(name: str, confirm: Any) -> dict[str, Any]:
+def stop_job(name: str, confirm: Any) -> payloads.StopReply:
     """Cancel job ``name``; ``confirm`` must repeat the name (the sidebar's confirmation).
 
     Returns:
@@ -157,7 +159,7 @@ def stop_job(name: str, confirm: Any) -> dict[str, Any]:
     job = get_job(name)
     if confirm != name:
         raise ConfirmationError(f"confirm={confirm!r}: repeat the job's name ({name!r}) to stop it")
-    status = job.cancel().to_dict()
+    status = cast(payloads.JobStatus, job.cancel().to_dict())
     with _LIST_LOCK:
         _LIST_CACHE.clear()  # the next list shows the stop at once
         _LIST_STAMPS.clear()
@@ -165,7 +167,7 @@ def stop_job(name: str, confirm: Any) -> dict[str, Any]:
 
 
 def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES, *,
-                tail: int | None = None) -> dict[str, Any]:
+                tail: int | None = None) -> payloads.UpdateBatch:
     """The job's update stream after ``cursor`` (the notebook view's ``Job.poll`` stream),
     served from the job's shared feed: clients that keep up cause no log reads of their own.
 
@@ -188,10 +190,23 @@ def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES
     return FEEDS.get(name).updates(cursor or None, max_lines, tail=tail)
 
 
+def job_panel_state(name: str) -> payloads.JobPanelState:
+    """What the job panel draws (``JobFeed.panel_state``: status fields, headline, verdict, rank
+    table, charts), from the job's shared feed: what the update stream carries as ``state`` when
+    asked.
+
+    Raises:
+        JobNotFoundError: no job is called ``name``.
+    """
+    feed = FEEDS.get(name)
+    feed.refresh()
+    return feed.panel_state()
+
+
 def job_metrics(name: str) -> dict[str, Any]:
-    """The run's chart history (``RunState.to_dict()``: loss/LR/throughput per step, val
-    metrics per epoch, per-rank system samples), from the job's shared feed: what the update
-    stream carries as ``state`` when asked.
+    """The run's whole chart history (``JobFeed.view``: ``RunState.to_dict()`` with loss/LR/
+    throughput per step, val metrics per epoch, per-rank system samples, plus the panel's
+    fields), from the job's shared feed: for scripts (README); the panel reads ``job_panel_state``.
 
     Raises:
         JobNotFoundError: no job is called ``name``.
@@ -202,7 +217,7 @@ def job_metrics(name: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- sweeps
-def list_sweep_summaries(limit: int = 50) -> list[dict[str, Any]]:
+def list_sweep_summaries(limit: int = 50) -> list[payloads.SweepSummary]:
     """Sweeps newest first: ``Sweep.summary()`` rows (state, trials settled of the total, the best
     trial, the objective). A sweep whose study cannot be read is listed with an ``error`` (state
     ``unknown``) instead of hiding the others."""
@@ -210,10 +225,10 @@ def list_sweep_summaries(limit: int = 50) -> list[dict[str, Any]]:
 
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
         raise UserError(f"limit={limit!r}: must be an integer from 1 to {MAX_LIST_LIMIT}")
-    rows = []
+    rows: list[payloads.SweepSummary] = []
     for name in list_sweeps()[::-1][:limit]:
         try:
-            rows.append(attach(name).summary())
+            rows.append(cast(payloads.SweepSummary, attach(name).summary()))
         except Exception as exc:  # one broken study must not hide the others
             rows.append({"name": name, "state": "unknown", "trials_total": None, "trials_done": None,
                          "trials_running": None, "best": None, "objective": None, "sampler": None,
@@ -221,7 +236,7 @@ def list_sweep_summaries(limit: int = 50) -> list[dict[str, Any]]:
     return rows
 
 
-def sweep_detail(name: str) -> dict[str, Any]:
+def sweep_detail(name: str) -> payloads.SweepDetail:
     """``Sweep.detail()`` (trials table rows, best trial, settings with the base job redacted)
     and ``charts``: the sweep chart of ``%lanesweep`` (``lanenb.charts.specs.sweep_chart``, values
     inline), one spec per part, for the sidebar's Vega renderer.
@@ -240,10 +255,10 @@ def sweep_detail(name: str) -> dict[str, Any]:
     chart = sweep_chart(info["trials"], sweep.curves(), objective["label"], objective["direction"] == "maximize",
                         searched)
     info["charts"] = report_panels(chart)
-    return info
+    return cast(payloads.SweepDetail, info)
 
 
-def stop_sweep(name: str, confirm: Any, wait: float = SWEEP_STOP_WAIT_S) -> dict[str, Any]:
+def stop_sweep(name: str, confirm: Any, wait: float = SWEEP_STOP_WAIT_S) -> payloads.SweepStopReply:
     """Stop sweep ``name`` (``Sweep.stop``: its driver cancels the running trials through the Job
     API); ``confirm`` must repeat the name, as for a job.
 
@@ -286,14 +301,14 @@ def _store(backend: Any, namespace: Any) -> Any:
 
 
 def list_snapshots(volume: str | None = None, job: str | None = None, backend: str = "local",
-                   namespace: str | None = None) -> list[dict[str, Any]]:
+                   namespace: str | None = None) -> list[payloads.Snapshot]:
     """Snapshots newest first, each with the job that made it (registry link or label)."""
     from lanenb.commands.snapshots import registry_links, snapshot_job
 
     links = registry_links()
-    out = []
+    out: list[payloads.Snapshot] = []
     for snap in _store(backend, namespace).list(volume or None):
-        item = snap.to_dict()
+        item = cast(payloads.Snapshot, snap.to_dict())
         made_by = snapshot_job(snap, links)
         item["job"] = None if made_by == "-" else made_by
         if job and item["job"] != job:
@@ -303,7 +318,8 @@ def list_snapshots(volume: str | None = None, job: str | None = None, backend: s
     return out
 
 
-def diff_snapshots(a: str, b: str, backend: str = "local", namespace: str | None = None) -> dict[str, Any]:
+def diff_snapshots(a: str, b: str, backend: str = "local",
+                   namespace: str | None = None) -> payloads.SnapshotDiff:
     """Files added, removed and changed from snapshot ``a`` to ``b``.
 
     Raises:
@@ -314,7 +330,7 @@ def diff_snapshots(a: str, b: str, backend: str = "local", namespace: str | None
         raise UserError(f"diff needs two snapshot ids, got a={a!r} b={b!r}")
     result = _store(backend, namespace).diff(a, b)
     return {"a": result.a, "b": result.b, "summary": result.summary(),
-            "changes": [vars(c) for c in result.changes]}
+            "changes": [cast(payloads.FileChange, vars(c)) for c in result.changes]}
 
 
 def _local_target(new_volume: Any, root_dir: str | os.PathLike, allow_hidden: bool) -> str:
@@ -337,7 +353,7 @@ def _local_target(new_volume: Any, root_dir: str | os.PathLike, allow_hidden: bo
 
 
 def restore_snapshot(id: str, new_volume: Any, *, root_dir: str | os.PathLike, allow_hidden: bool = False,
-                     backend: str = "local", namespace: str | None = None) -> dict[str, Any]:
+                     backend: str = "local", namespace: str | None = None) -> payloads.RestoreReply:
     """Restore snapshot ``id`` into ``new_volume``, which must not exist (never overwrites).
 
     Locally ``new_volume`` is a directory relative to the server's root directory; on
@@ -361,3 +377,21 @@ def restore_snapshot(id: str, new_volume: Any, *, root_dir: str | os.PathLike, a
         target = new_volume.strip()
     volume = _store(backend, namespace).restore(id, target)
     return {"id": id, "volume": volume}
+
+
+# ---------------------------------------------------------------------------- team
+def team_view(namespaces: list[str] | None = None, context: str | None = None) -> dict[str, Any]:
+    """The sidebar's Team section: every lanenb MPIJob the server's credentials may read, GPU
+    capacity, quotas and what RBAC refused (``lanenb.team.TeamView.to_dict``). Served from one
+    watching collector per cluster and namespace set, so every sidebar's refresh reads memory."""
+    from lanenb.team import team_view as view
+
+    return view(context=context, namespaces=namespaces or None).to_dict()
+
+
+def stop_team_job(namespace: str, name: str, confirm: Any, uid: str | None = None,
+                  context: str | None = None) -> dict[str, Any]:
+    """Stop a team's job: only with ``confirm`` = its name, only where RBAC allows the delete."""
+    from lanenb.team import stop_team_job as stop
+
+    return stop(namespace, name, confirm, uid=uid, context=context)

@@ -4,7 +4,8 @@ A ``JobFeed`` reads its job's log from one ``Job.poll`` cursor, at most once per
 however many clients ask, and keeps two things from that one read:
 
 - the job's ``RunState`` (progress, accuracy and the chart series: bounded ``BucketSeries``),
-  which the panel's charts and the ``metrics`` route are served from;
+  from which the job panel's state (``panel_state``: what ``updates?state=1`` carries) and the
+  ``metrics`` route (``view``: the whole state, for scripts) are built;
 - the most recent updates as JSON (a bounded buffer indexed by cursor), from which each
   client's update stream is served: a client whose cursor is in the buffer gets the updates
   after it without any log read of its own.
@@ -20,8 +21,9 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+import lanenb.server.payloads as payloads
 from lanenb.analysis.chartdata import rank_table, run_rows, run_specs
 from lanenb.analysis.doctor import shown_verdict
 from lanenb.analysis.event_text import event_text
@@ -42,12 +44,12 @@ TICK_S = 0.5       # a feed reads its log at most this often, whatever the numbe
 MAX_POINTS = 256   # buckets per chart series (``BucketSeries``)
 
 
-def update_dict(update: Update) -> dict[str, Any]:
+def update_dict(update: Update) -> payloads.Update:
     """An update as the browser reads it: ``display`` is the line in words (``event_text``),
     None for system samples and timing windows (charted, not logged)."""
-    out: dict[str, Any] = {"cursor": update.cursor}
+    out: payloads.Update = {"cursor": update.cursor}
     if update.status is not None:
-        out["status"] = update.status.to_dict()
+        out["status"] = cast(payloads.JobStatus, update.status.to_dict())
     if update.line is not None:
         out["line"] = {"rank": update.line.rank, "text": update.line.text, "source": update.line.source,
                        "error": update.line.error}  # what the views highlight: one rule (LogLine.error)
@@ -59,7 +61,7 @@ def update_dict(update: Update) -> dict[str, Any]:
     return out
 
 
-def _take(updates: list[dict[str, Any]], max_lines: int) -> list[dict[str, Any]]:
+def _take(updates: list[payloads.Update], max_lines: int) -> list[payloads.Update]:
     """The longest prefix of ``updates`` with at most ``max_lines`` log lines."""
     lines = 0
     for i, update in enumerate(updates):
@@ -87,17 +89,18 @@ class JobFeed:
         fill_config(self.state, job)  # the doctor's advice names the spec's loader workers until the start event
         self.cursor: str | None = None
         self.final = False
-        self.status: dict[str, Any] | None = None
+        self.status: payloads.JobStatus | None = None
         self.reads = 0  # log reads (Job.poll calls) made by this feed
         self._keep = keep
         self._tick_s = tick_s
         self._clock = clock
         self._read_at: float | None = None
-        self._recent: collections.deque[dict[str, Any]] = collections.deque()
+        self._recent: collections.deque[payloads.Update] = collections.deque()
         self._first = 0  # sequence number of self._recent[0]
         self._next = 0   # sequence number of the next update
         self._after: collections.OrderedDict[str, int] = collections.OrderedDict()  # cursor -> next seq
         self._lock = threading.RLock()
+        self._panel: tuple[tuple[Any, ...], payloads.JobPanelState] | None = None
         self._view: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ reading
@@ -123,7 +126,7 @@ class JobFeed:
             self._next += 1
             self._mark(update.cursor)
         self.cursor, self.final = batch.cursor, batch.final
-        self.status = batch.status.to_dict() if batch.status else self.status
+        self.status = cast(payloads.JobStatus, batch.status.to_dict()) if batch.status else self.status
         self._mark(batch.cursor)
         while len(self._recent) > self._keep:
             self._recent.popleft()
@@ -137,37 +140,61 @@ class JobFeed:
         self._after.move_to_end(cursor)  # values stay in insertion order: evicted from the front
 
     # ------------------------------------------------------------------ serving
-    def summary(self, now: float | None = None) -> dict[str, Any]:
+    def summary(self, now: float | None = None) -> payloads.JobSummary:
         """The job's list row (``job_summary``) from the feed's state, read under its lock: a
         jobs list showing a watched job reads none of its log."""
         self.refresh()
         with self._lock:
-            return job_summary(self.job, self.state, now=now)
+            return cast(payloads.JobSummary, job_summary(self.job, self.state, now=now))
+
+    def _built_for(self) -> tuple[Any, ...]:
+        """What a built state depends on: it is built again only after the log was read."""
+        return (self.reads, self.state.events_seen, self.state.state, len(self.state.logs))
+
+    def panel_state(self) -> payloads.JobPanelState:
+        """What the job panel draws, sent as ``state`` in ``updates?state=1``: the status line's
+        fields, the ``headline`` (``Headline.to_dict()``), the doctor's ``verdict``
+        (``Verdict.to_dict()``, None when ``shown_verdict`` shows none), the per-rank table
+        (``rank_table``) and the ``charts`` (the panel specs and their rows, the same ones the
+        notebook's view draws). Only these: the raw histories (``series``, ``epochs``,
+        ``system``) are the charts' rows already, and are ``view``'s. Built once per read of the
+        log, however many tabs ask."""
+        with self._lock:
+            key = self._built_for()
+            if self._panel is None or self._panel[0] != key:
+                state, found, verdict = self.state, self.state.headline(), shown_verdict(self.state)
+                built: payloads.JobPanelState = {
+                    "state": state.state, "step": state.step, "total_steps": state.total_steps,
+                    "progress": state.progress, "eta_s": state.eta_s, "world_size": state.world_size,
+                    "headline": None if found is None else cast(payloads.Headline, found.to_dict()),
+                    "verdict": None if verdict is None else cast(payloads.Verdict, verdict.to_dict()),
+                    "ranks": cast(list[payloads.RankRow], rank_table(state)),
+                    "charts": {"specs": run_specs(state), "rows": run_rows(state)},
+                }
+                self._panel = (key, built)
+            return self._panel[1].copy()  # the cached dict's keys stay as built
 
     def view(self) -> dict[str, Any]:
-        """The reduced state as JSON (``RunState.to_dict()``: loss/LR/throughput per step, val
-        metrics per epoch, per-rank system samples, per-rank step ``breakdown`` and ``timing``),
-        plus the headline ``accuracy``, the doctor's ``verdict`` (``Verdict.to_dict()``, None when
-        ``shown_verdict`` shows none) and the
-        ``charts``: the panel specs and their rows, the same ones the notebook's view draws.
-        Built once per read of the log, however many tabs ask for the charts."""
+        """The whole reduced state as JSON, for ``GET .../metrics`` (the run's chart history for
+        scripts): ``RunState.to_dict()`` (loss/LR/throughput per step, val metrics per epoch,
+        per-rank system samples, per-rank step ``breakdown`` and ``timing``), the fields of
+        ``panel_state``, the headline ``accuracy``, the job's ``name`` and ``feed`` (how often the
+        log was read: ``bench/load.py``). Built once per read of the log."""
         with self._lock:
-            key = (self.reads, self.state.events_seen, self.state.state, len(self.state.logs))
+            key = self._built_for()
             if self._view is None or self._view[0] != key:
                 data = self.state.to_dict()
-                data["accuracy"] = self.state.accuracy()
-                verdict = shown_verdict(self.state)
-                data["verdict"] = None if verdict is None else verdict.to_dict()
-                data["charts"] = {"specs": run_specs(self.state), "rows": run_rows(self.state)}
-                data["ranks"] = rank_table(self.state)
                 data.pop("errors", None)  # tracebacks: the log shows them
+                data.update(self.panel_state())
+                data["accuracy"] = self.state.accuracy()
                 data["name"] = self.job.name
                 self._view = (key, data)
             data = dict(self._view[1])  # the cached dict's keys stay as built
-        data["feed"] = {"reads": self.reads, "tick_s": self._tick_s}  # how often the log was read (bench/load.py)
+        data["feed"] = {"reads": self.reads, "tick_s": self._tick_s}
         return data
 
-    def updates(self, cursor: str | None, max_lines: int = MAX_LINES, *, tail: int | None = None) -> dict[str, Any]:
+    def updates(self, cursor: str | None, max_lines: int = MAX_LINES, *,
+                tail: int | None = None) -> payloads.UpdateBatch:
         """The updates after ``cursor`` (``Job.poll``'s cursors), from the shared buffer when it
         holds that cursor.
 
@@ -194,7 +221,7 @@ class JobFeed:
             reply = self._from_buffer(cursor, max_lines)
             return reply if reply is not None else self._own_read(cursor, max_lines)
 
-    def _tail(self, lines: int) -> dict[str, Any]:
+    def _tail(self, lines: int) -> payloads.UpdateBatch:
         recent = list(self._recent)
         count, start = 0, len(recent)
         while start > 0 and count < lines:
@@ -202,7 +229,7 @@ class JobFeed:
             count += "line" in recent[start]
         return {"updates": recent[start:], "cursor": self.cursor, "final": self.final, "status": self.status}
 
-    def _from_buffer(self, cursor: str, max_lines: int) -> dict[str, Any] | None:
+    def _from_buffer(self, cursor: str, max_lines: int) -> payloads.UpdateBatch | None:
         seq = self._after.get(cursor)
         if seq is None or seq < self._first:
             return None
@@ -213,11 +240,12 @@ class JobFeed:
                     "status": self.status}
         return {"updates": taken, "cursor": self.cursor, "final": self.final, "status": self.status}
 
-    def _own_read(self, cursor: str | None, max_lines: int) -> dict[str, Any]:
+    def _own_read(self, cursor: str | None, max_lines: int) -> payloads.UpdateBatch:
         """A client outside the buffer: its own ``Job.poll`` from its cursor."""
         batch = self.job.poll(cursor, max_lines=max_lines)
         return {"updates": [update_dict(u) for u in batch.updates], "cursor": batch.cursor,
-                "final": batch.final, "status": batch.status.to_dict() if batch.status else None}
+                "final": batch.final,
+                "status": cast(payloads.JobStatus, batch.status.to_dict()) if batch.status else None}
 
 
 def _key(name: str, created: float | None) -> str:

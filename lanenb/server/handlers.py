@@ -66,6 +66,8 @@ def _http_status(exc: UserError) -> int:
         return 404
     if isinstance(exc, TargetExistsError):
         return 409
+    if isinstance(exc, PermissionError):  # RBAC refused (lanenb.team.TeamPermissionError)
+        return 403
     return 400
 
 
@@ -145,9 +147,10 @@ class UpdatesHandler(_Base):
     stream); with ``wait`` it is a long poll that answers as soon as something new arrives (or
     after ``S`` seconds, or once the job is final). Resume with the returned ``cursor``.
     ``tail=N`` without a cursor starts at the live end (the last ``N`` lines); ``state=1`` adds
-    the job's reduced state (the charts' series). Served from the job's shared feed, so many
-    tabs on one job cost one log read per tick. A client that goes (a closed tab) ends its poll
-    at once (``on_connection_close``), not after ``wait`` seconds more of polling."""
+    what the job panel draws (``api.job_panel_state``: status, verdict, rank table, charts).
+    Served from the job's shared feed, so many tabs on one job cost one log read per tick. A
+    client that goes (a closed tab) ends its poll at once (``on_connection_close``), not after
+    ``wait`` seconds more of polling."""
 
     @tornado.web.authenticated
     @authorized
@@ -172,7 +175,7 @@ class UpdatesHandler(_Base):
             if await self.client_left(min(POLL_S, max(0.0, deadline - time.monotonic()))):
                 return  # nobody to answer: stop asking the feed (tornado drops the reply)
         if state:  # from the same shared feed, after the wait: the charts of this very moment
-            batch["state"] = await self.call(api.job_metrics, name)
+            batch["state"] = await self.call(api.job_panel_state, name)
         self.reply(batch)
 
 
@@ -243,6 +246,27 @@ class RestoreHandler(_Base):
                                    backend=body.get("backend", "local"), namespace=body.get("namespace")))
 
 
+class TeamHandler(_Base):
+    """``GET .../team?namespace=NS&context=C``: the team view (``api.team_view``)."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply(await self.call(api.team_view, self.get_query_arguments("namespace") or None,
+                                   self.get_query_argument("context", None)))
+
+
+class TeamStopHandler(_Base):
+    """``POST .../team/<namespace>/<name>/stop {"confirm", "uid"}``: 403 where RBAC refuses."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, namespace: str, name: str) -> None:
+        body = self.json_body()
+        self.reply(await self.call(api.stop_team_job, namespace, name, body.get("confirm"), body.get("uid"),
+                                   body.get("context")))
+
+
 def setup_handlers(web_app: tornado.web.Application) -> list[str]:
     """Add the lanenb routes under the server's ``base_url``; returns the URL patterns."""
     base = url_path_join(web_app.settings["base_url"], NAMESPACE)
@@ -253,6 +277,8 @@ def setup_handlers(web_app: tornado.web.Application) -> list[str]:
         (url_path_join(base, "jobs", name, "stop"), StopHandler),
         (url_path_join(base, "jobs", name, "updates"), UpdatesHandler),
         (url_path_join(base, "jobs", name, "metrics"), MetricsHandler),
+        (url_path_join(base, "team"), TeamHandler),
+        (url_path_join(base, "team", r"(?P<namespace>[^/]+)", name, "stop"), TeamStopHandler),
         (url_path_join(base, "sweeps"), SweepsHandler),
         (url_path_join(base, "sweeps", name), SweepHandler),
         (url_path_join(base, "sweeps", name, "stop"), SweepStopHandler),

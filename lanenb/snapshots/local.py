@@ -1,6 +1,6 @@
 """The local snapshot store: restic, a content-addressed, deduplicating snapshot engine.
 
-Why restic (docs/ARCHITECTURE.md compares it with borgbackup): one static binary (Debian
+Why restic (docs/architecture/contract-stores.md compares it with borgbackup): one static binary (Debian
 ``restic``), JSON output for every command we parse, tags for labels, parent-based change
 detection (an unchanged 10k-file tree is re-snapshotted from metadata alone), ``diff``,
 ``restore --target``, ``check`` and ``forget --prune``. Its crash semantics are what we need:

@@ -28,7 +28,7 @@ RETRAIN_LABEL = "lanenb.io/retrain-of"  # the winner trained again (Sweep.retrai
 
 SPEC_SEARCHABLE = ("processes", "gpus", "batch_size", "epochs", "engine", "backbone", "num_workers",
                    "val_batch_size", "max_steps", "large_shm")
-_NOT_TRAINER = {"data", "run_dir", "resume", "weights", "enable_snapshot", "pvc_name", "device"}
+_NOT_TRAINER = {"data", "run_dir", "resume", "run_id", "weights", "enable_snapshot", "pvc_name", "device"}
 TRAINER_SEARCHABLE = tuple(f.name for f in dataclasses.fields(TrainConfig)
                            if f.name not in _NOT_TRAINER and f.name not in SPEC_SEARCHABLE)
 

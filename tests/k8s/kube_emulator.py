@@ -49,6 +49,9 @@ JOBS: ResKey = ("batch", "v1", "jobs")
 SNAPSHOT_CLASSES: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses")
 STORAGE_CLASSES: ResKey = ("storage.k8s.io", "v1", "storageclasses")
 NAMESPACES: ResKey = ("", "v1", "namespaces")
+QUOTAS: ResKey = ("", "v1", "resourcequotas")
+# Served without a store (answered from ``KubeEmulator.rbac``), as the apiserver's authorizer does.
+ACCESS_REVIEWS: ResKey = ("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 # OpenShift's SecurityContextConstraints: installing it makes /apis list security.openshift.io,
 # as an OpenShift API server does.
 SCCS: ResKey = ("security.openshift.io", "v1", "securitycontextconstraints")
@@ -59,6 +62,7 @@ KINDS = {
     SECRETS: "Secret",
     EVENTS: "Event",
     NAMESPACES: "Namespace",
+    QUOTAS: "ResourceQuota",
     ("", "v1", "nodes"): "Node",
     MPIJOBS: "MPIJob",
     JOBS: "Job",
@@ -174,6 +178,47 @@ def field_match(selector: str | None, obj: dict) -> bool:
     return True
 
 
+# ----------------------------------------------------------------------------- RBAC
+@dataclass(frozen=True)
+class Rule:
+    """One RBAC PolicyRule as bound to a user: a Role's rule through a RoleBinding in each of
+    ``namespaces``, or (``namespaces=None``) a ClusterRole's through a ClusterRoleBinding, which
+    also covers requests across all namespaces and cluster-scoped resources such as nodes.
+    ``resources`` are plurals, with ``/subresource`` for one (``pods/log``); ``"*"`` is every one.
+    API groups are not told apart (no two resources lanenb reads share a plural)."""
+
+    verbs: frozenset[str]
+    resources: frozenset[str]
+    namespaces: frozenset[str] | None = None
+
+    @staticmethod
+    def of(verbs: str, resources: str, namespaces: str | None = None) -> Rule:
+        """``Rule.of("get list watch", "mpijobs pods", "team-a")``: space-separated words."""
+        return Rule(frozenset(verbs.split()), frozenset(resources.split()),
+                    None if namespaces is None else frozenset(namespaces.split()))
+
+    def allows(self, verb: str, resource: str, namespace: str | None) -> bool:
+        if not ({verb, "*"} & self.verbs and {resource, "*"} & self.resources):
+            return False
+        return self.namespaces is None or (namespace is not None and namespace in self.namespaces)
+
+
+def _verb(method: str, name: str | None, params: Any) -> str:
+    if method == "GET":
+        return "watch" if params.get("watch") in ("true", "1") else "get" if name else "list"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+
+
+def _forbidden(user: str, verb: str, key: ResKey, sub: str | None, namespace: str | None) -> aiohttp.web.Response:
+    """The apiserver's 403 wording (``kubectl auth can-i`` users know it)."""
+    group, _, plural = key
+    resource = f"{plural}/{sub}" if sub else plural
+    where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    qualified = f"{plural}.{group}" if group else plural
+    return _status(403, "Forbidden", f'{qualified} is forbidden: User "{user}" cannot {verb} resource "{resource}" '
+                   f'in API group "{group}" {where}', {"group": group, "kind": plural})
+
+
 # ----------------------------------------------------------------------------- logs and faults
 @dataclass
 class PodLog:
@@ -220,6 +265,10 @@ class KubeEmulator(kmock.KubernetesScaffold):
     # ``served_as`` records (user, method, path) so tests can check what an identity did.
     tokens: dict[str, str] | None = None
     served_as: list[tuple[str, str, str]] = attrs.field(factory=list)
+    # User -> the RBAC rules bound to them (with ``tokens``). None: every user may do everything;
+    # a user with no entry may do nothing, as a fresh account with no bindings. A refused request
+    # gets the apiserver's 403; SelfSubjectAccessReviews are answered from the same rules.
+    rbac: dict[str, list[Rule]] | None = None
     # Stock kmock's watch: every watch starts by replaying all objects as ADDED, whatever the
     # resourceVersion. Off by default; on, it checks that clients drop what they already saw.
     replay_all_on_watch: bool = False
@@ -408,6 +457,7 @@ class KubeEmulator(kmock.KubernetesScaffold):
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         self.served.append((request.method.value, str(request.url.path_qs)))
+        user: str | None = None
         if self.tokens is not None:
             auth = request.headers.get("Authorization", "")
             user = self.tokens.get(auth[len("Bearer "):]) if auth.startswith("Bearer ") else None
@@ -436,6 +486,14 @@ class KubeEmulator(kmock.KubernetesScaffold):
         if res is None or not res.plural:
             return await super()._handle(request)
         key: ResKey = (res.group or "", res.version or "", res.plural)
+        if key == ACCESS_REVIEWS and request.method.value.upper() == "POST":
+            return self._access_review(user, request)
+        if self.rbac is not None and user is not None:
+            verb = _verb(request.method.value.upper(), request.name, request.params)
+            scope = None if key in CLUSTER_SCOPED else request.namespace
+            resource = f"{key[2]}/{request.subresource}" if request.subresource else key[2]
+            if not self.allowed(user, verb, resource, scope):
+                return _forbidden(user, verb, key, request.subresource, scope)
         if key not in self.store:
             return _status(404, "NotFound", "the server could not find the requested resource")
         try:
@@ -519,6 +577,26 @@ class KubeEmulator(kmock.KubernetesScaffold):
                 **obj["metadata"].get("annotations", {}), "emulator/propagationPolicy": policy}
             return aiohttp.web.json_response(obj)
         return _status(405, "MethodNotAllowed", f"{method} is not supported on {request.url.path}")
+
+    def allowed(self, user: str | None, verb: str, resource: str, namespace: str | None) -> bool:
+        """Whether ``user``'s rules allow ``verb`` on ``resource`` (``pods/log`` for a subresource)
+        in ``namespace`` (None: across namespaces, or a cluster-scoped resource)."""
+        if self.rbac is None or user is None:
+            return True
+        return any(rule.allows(verb, resource, namespace) for rule in self.rbac.get(user, []))
+
+    def _access_review(self, user: str | None, request: kmock.Request) -> aiohttp.web.Response:
+        """``SelfSubjectAccessReview``: what ``kubectl auth can-i`` asks, answered from ``rbac``."""
+        body = request.data if isinstance(request.data, dict) else {}
+        attrs_ = (body.get("spec") or {}).get("resourceAttributes") or {}
+        resource = attrs_.get("resource") or ""
+        if attrs_.get("subresource"):
+            resource += "/" + attrs_["subresource"]
+        ok = self.allowed(user, attrs_.get("verb") or "", resource, attrs_.get("namespace") or None)
+        return aiohttp.web.json_response({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {},
+            "spec": body.get("spec") or {},
+            "status": {"allowed": ok, **({} if ok else {"reason": "no RBAC rule allows it"})}}, status=201)
 
     def _uid_conflict(self, key: ResKey, ns: str | None, name: str, uid: str | None) -> aiohttp.web.Response | None:
         """As the apiserver: a uid in DeleteOptions.preconditions, or in the metadata of a PUT or
@@ -697,13 +775,15 @@ class EmulatorThread:
             self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
 
-    def write_kubeconfig(self, path: Path, *, context: str = "emulator", namespace: str = "default") -> Path:
-        """A kubeconfig pointing at this server, with a second context that points nowhere."""
+    def write_kubeconfig(self, path: Path, *, context: str = "emulator", namespace: str = "default",
+                         token: str = "emulator-token") -> Path:
+        """A kubeconfig pointing at this server, with a second context that points nowhere;
+        ``token`` is the bearer token (who the user is, with ``KubeEmulator.tokens``)."""
         config = {
             "apiVersion": "v1", "kind": "Config", "current-context": context,
             "clusters": [{"name": "emulator", "cluster": {"server": self.url}},
                          {"name": "nowhere", "cluster": {"server": "http://127.0.0.1:9"}}],
-            "users": [{"name": "tester", "user": {"token": "emulator-token"}}],
+            "users": [{"name": "tester", "user": {"token": token}}],
             "contexts": [{"name": context,
                           "context": {"cluster": "emulator", "user": "tester", "namespace": namespace}},
                          {"name": "unreachable", "context": {"cluster": "nowhere", "user": "tester"}}],

@@ -8,7 +8,7 @@ import json
 import urllib.request
 
 import pytest
-from kube_emulator import MPIJOBS, PODS, Fault, label_match, merge_patch
+from kube_emulator import MPIJOBS, PODS, Fault, Rule, label_match, merge_patch
 from kubernetes import client, config, watch
 
 
@@ -159,3 +159,29 @@ def test_a_uid_precondition_that_does_not_match_is_a_conflict(cluster, api):
     mine = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=job["metadata"]["uid"]))
     custom.delete_namespaced_custom_object("kubeflow.org", "v2beta1", "default", "mpijobs", "p", body=mine)
     assert thread.call(thread.emulator.get, MPIJOBS, "default", "p") is None
+
+
+def test_rbac_refuses_with_the_apiservers_403_and_answers_access_reviews_from_the_same_rules(cluster, tmp_path):
+    thread, _ = cluster
+    thread.emulator.tokens = {"t-ann": "ann"}
+    thread.emulator.rbac = {"ann": [Rule.of("get list watch", "pods pods/log", "team-a"),
+                                    Rule.of("delete", "mpijobs", "team-a")]}
+    api = config.new_client_from_config(str(thread.write_kubeconfig(tmp_path / "kc", token="t-ann")))
+    core = client.CoreV1Api(api)
+    assert core.list_namespaced_pod("team-a").items == []
+    with pytest.raises(client.ApiException) as err:
+        core.list_namespaced_pod("team-b")
+    assert err.value.status == 403
+    assert json.loads(err.value.body)["message"] == ('pods is forbidden: User "ann" cannot list resource "pods" in '
+                                                     'API group "" in the namespace "team-b"')
+    with pytest.raises(client.ApiException) as err:
+        core.list_pod_for_all_namespaces()
+    assert "at the cluster scope" in json.loads(err.value.body)["message"]
+    auth = client.AuthorizationV1Api(api)
+
+    def can(verb: str, resource: str, namespace: str | None) -> bool:
+        attrs = {"verb": verb, "resource": resource, "namespace": namespace}
+        return auth.create_self_subject_access_review({"spec": {"resourceAttributes": attrs}}).status.allowed
+
+    assert can("delete", "mpijobs", "team-a") and not can("delete", "mpijobs", "team-b")
+    assert not can("list", "nodes", None) and can("get", "pods", "team-a")

@@ -52,6 +52,7 @@ BAD_FLAGS = [
     ("--namespace Bad_NS", "namespace='Bad_NS': must be an RFC 1123 label"),
     ("--project Bad_P", "k8s.runai_project='Bad_P': must be an RFC 1123 label"),
     ("--max-steps -1", "max_steps=-1: must be >= 0"),
+    ("--max-restarts -1", "max_restarts=-1: must be >= 0"),
     ("--num-workers -1", "num_workers=-1: must be >= 0"),
     ("--val-batch-size 0", "val_batch_size=0: must be >= 1"),
     ("--cpu lots", "cpu='lots': must be a Kubernetes quantity"),

@@ -1,5 +1,6 @@
 """The notebooks in notebooks/ executed for real by papermill (a real kernel, real mpirun ranks,
-real training), with small parameters. Assertions are on the outputs that matter: the job
+real training), with small parameters, saved as ``lanenb notebook`` saves them (for viewers
+without a kernel: no widget state). Assertions are on the outputs that matter: the job
 succeeded, a chart image is in the saved notebook, metrics are in range; never bytes."""
 
 from __future__ import annotations
@@ -10,19 +11,23 @@ from pathlib import Path
 
 import pytest
 
+from lanenb.cli.saved_notebook import WIDGET_VIEW
+
 pytestmark = [pytest.mark.slow, pytest.mark.notebook]
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 PNG = b"\x89PNG\r\n\x1a\n"
+JPEG = b"\xff\xd8\xff"
+SAVED_QUICKSTART_MAX = 800_000  # bytes; 2.2 MB with the widget state and photo grids as PNG
 
 
 def execute(name: str, tmp_path: Path, **parameters):
+    """Run notebooks/``name`` as ``lanenb notebook`` does (``execute_headless``); the saved notebook."""
     import nbformat
-    import papermill
 
-    out = tmp_path / name
-    papermill.execute_notebook(str(NOTEBOOKS / name), str(out), parameters=parameters, cwd=str(tmp_path),
-                               kernel_name="python3", progress_bar=False)
+    from lanenb.cli.notebook import execute_headless
+
+    out = execute_headless(NOTEBOOKS / name, tmp_path / name, parameters, cwd=tmp_path, progress_bar=False)
     return nbformat.read(str(out), as_version=4)
 
 
@@ -38,21 +43,28 @@ def text_of(outs) -> str:
     return "\n".join(parts)
 
 
-def pngs(outs) -> list[bytes]:
-    return [base64.b64decode(o["data"]["image/png"]) for o in outs
-            if o["output_type"] in ("display_data", "execute_result") and "image/png" in o.get("data", {})]
+def pngs(outs, mime: str = "image/png") -> list[bytes]:
+    return [base64.b64decode(o["data"][mime]) for o in outs
+            if o["output_type"] in ("display_data", "execute_result") and mime in o.get("data", {})]
+
+
+def jpegs(outs) -> list[bytes]:
+    return pngs(outs, "image/jpeg")
 
 
 def test_quickstart_trains_and_keeps_charts_and_metrics(tmp_path):
     nb = execute("01-quickstart.ipynb", tmp_path, frames=80, epochs=3, processes=2)
-    preview = outputs(nb, "DatasetPreview(")
-    assert pngs(preview) and pngs(preview)[0].startswith(PNG) and "data check: no problems" in text_of(preview)
+    # saved for viewers without a kernel: the widgets' fallbacks, no widget state or views
+    assert (tmp_path / "01-quickstart.ipynb").stat().st_size < SAVED_QUICKSTART_MAX
+    assert "widgets" not in nb.metadata
+    assert not [o for c in nb.cells for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
+    preview = outputs(nb, "DatasetPreview(")  # camera frames: a JPEG, a seventh of the PNG
+    assert jpegs(preview) and jpegs(preview)[0].startswith(JPEG) and "data check: no problems" in text_of(preview)
     train = outputs(nb, "%lanetrain")
     assert "launched lane-" in text_of(train) and "succeeded" in text_of(train)
     charts = pngs(train)
     # the final charts' grid, drawn by Vega from the live view's specs: 3 panels wide, a few kB
     assert charts and charts[0].startswith(PNG) and int.from_bytes(charts[0][16:20], "big") > 1000
-    assert any(o.get("data", {}).get("application/vnd.jupyter.widget-view+json") for o in train)
     assert "[0] " in text_of(train)  # the last log lines are kept for a reader without widgets
     metrics = text_of(outputs(nb, 'job.metrics["headline"]'))
     acc = float(metrics.split("test accuracy ")[1].split()[0])
@@ -65,7 +77,7 @@ def test_quickstart_trains_and_keeps_charts_and_metrics(tmp_path):
     snapped = text_of(outputs(nb, "snaps.restore("))  # --snapshot kept run dir + dataset; restored anew
     assert "model restored: True" in snapped and "metrics.json" in snapped and "dataset" in snapped
     viewer = outputs(nb, "PredictionViewer(job)")
-    assert pngs(viewer) and "worst frames" in text_of(viewer)
+    assert jpegs(viewer) and jpegs(viewer)[0].startswith(JPEG) and "worst frames" in text_of(viewer)
     assert "launch panel ready: no problems" in text_of(outputs(nb, "TrainPanel("))
 
 

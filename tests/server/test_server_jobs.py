@@ -125,8 +125,14 @@ async def test_updates_carry_the_shared_state_and_a_new_tab_starts_at_the_live_e
     assert [u["line"]["text"] for u in tab["updates"]] == lines[-3:]
     assert tab["final"] and tab["status"]["state"] == "succeeded"
     metrics = body_of(await jp_fetch("lanenb", "jobs", "lane-tab", "metrics"))
-    assert tab["state"]["series"]["loss"] == metrics["series"]["loss"]  # one state, two routes
-    assert tab["state"]["series"]["loss"]["x"] == [1, 2, 3, 4, 5, 6] and tab["state"]["accuracy"] == pytest.approx(0.91)
+    # what the panel draws, and no more: the raw histories (series, epochs, system) are metrics'
+    assert set(tab["state"]) == {"state", "step", "total_steps", "progress", "eta_s", "world_size", "headline",
+                                 "verdict", "ranks", "charts"}
+    assert {k: metrics[k] for k in tab["state"]} == tab["state"]  # one state, two routes
+    assert tab["state"]["step"] == 6 and tab["state"]["headline"]["accuracy"] == pytest.approx(0.91)
+    assert [r["rank"] for r in tab["state"]["ranks"]] == [0, 1]
+    charted = [r["step"] for r in tab["state"]["charts"]["rows"]["loss"] if r["series"] == "loss"]
+    assert charted == metrics["series"]["loss"]["x"] == [1, 2, 3, 4, 5, 6]  # the charts' rows hold the history
     after = body_of(await jp_fetch("lanenb", "jobs", "lane-tab", "updates", params={"cursor": tab["cursor"]}))
     assert after["updates"] == [] and after["final"] and "state" not in after  # only when asked
 
@@ -200,7 +206,7 @@ async def test_every_face_names_the_same_bottleneck(jp_fetch, tmp_path, capsys):
     assert server["breakdown"]["1"]["data"] == pytest.approx(0.4)
     state = body_of(await jp_fetch("lanenb", "jobs", "lane-doctor", "updates", params={"state": "1", "tail": "5"}))
     assert state["state"]["verdict"]["line"] == line
-    assert state["state"]["breakdown"]["0"]["compute"] == pytest.approx(0.6)
+    assert state["state"]["ranks"][0]["compute"] == pytest.approx(0.6)  # the panel's rank table
     assert JobTable(list_jobs()).rows[0]["verdict"] == line
     assert main(["jobs", "show", "lane-doctor"]) == 0
     out = capsys.readouterr().out

@@ -97,8 +97,8 @@ def test_the_learning_rate_follows_the_global_batch_by_the_rule():
 
 @pytest.mark.parametrize("pruner,expected", [
     # ASHA (reduction factor 3): 6 trials at the rung, the top third go on: the 2nd best, 0.700, is the cutoff
-    ("asha", "pruned at epoch 1: val.accuracy 0.628, below the rung's cutoff 0.700 (the top third of 6 trials "
-             "there; best 0.746)"),
+    ("asha", ("pruned at epoch 1: val.accuracy 0.628, below the rung's cutoff 0.700 (the top third of 6 trials "
+              "there; best 0.746)")),
     ("median", "pruned at epoch 1: val.accuracy 0.628, the other trials' median there 0.255 (best 0.746)"),
 ])
 def test_a_pruned_trial_says_why_in_its_pruners_own_rule(pruner, expected):

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from kubernetes.client import V1DeleteOptions, V1Preconditions
 from kubernetes.client.exceptions import ApiException
 
 from lanenb.backends.kubernetes.launcher_log import find_pod, pod_dicts, to_log_lines, to_log_lines_with_cursors
@@ -368,11 +367,8 @@ class KubernetesBackend(Backend):
         which is what cancelling asked for, and theirs keeps running."""
         clients, namespace, name = self._for(spec, handle)
         uid = handle.get("uid")
-        options = V1DeleteOptions(preconditions=V1Preconditions(uid=uid)) if uid else None
         try:
-            clients.call(clients.custom.delete_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION, namespace,
-                         MPIJOB_PLURAL, name, propagation_policy="Foreground", body=options,
-                         what=f"deleting MPIJob {name}")
+            clients.delete_mpijob(namespace, name, uid)
         except ApiException as exc:
             if exc.status == 409 and uid:
                 return  # the precondition failed: the name belongs to another MPIJob, ours is already gone

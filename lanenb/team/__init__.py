@@ -1,0 +1,117 @@
+"""The team view: every lanenb MPIJob the user may read, with who runs it, why it waits, GPU
+capacity and quotas (``%lanejobs --team``, ``lanenb jobs list --team``, the sidebar's Team section).
+
+``team_view()`` returns a ``TeamView``. In a kernel or the Jupyter server one ``TeamCollector``
+per cluster and namespace set is kept (``shared_collector``): it lists once and then follows
+watches, so each later view is computed from memory; it stops watching after ``IDLE_S`` unseen.
+``stop_team_job`` deletes a teammate's job where RBAC allows it, and only when ``confirm``
+repeats its name.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from lanenb.errors import UserError
+from lanenb.kube.access import can_i
+from lanenb.kube.client import MPIJOB_GROUP, MPIJOB_PLURAL, Clients, KubernetesAPIError
+from lanenb.kube.names import check_label
+from lanenb.team.collector import IDLE_S, TeamCollector
+from lanenb.team.view import TeamView
+
+__all__ = ["TeamView", "TeamCollector", "team_view", "shared_collector", "stop_team_job", "TeamPermissionError",
+           "TeamConfirmationError", "close_shared", "IDLE_S"]
+
+_SHARED: dict[tuple[str | None, str | None, tuple[str, ...]], TeamCollector] = {}
+_LOCK = threading.Lock()
+
+
+class TeamPermissionError(UserError, PermissionError):
+    """RBAC does not let this user do that to a teammate's job (the API server said so)."""
+
+
+class TeamConfirmationError(UserError, ValueError):
+    """A stop request whose ``confirm`` does not repeat the job's name."""
+
+
+def _clients(context: str | None, kubeconfig: str | None) -> Clients:
+    from lanenb.backends.kubernetes.backend import KubernetesBackend
+
+    return KubernetesBackend(context=context, kubeconfig=kubeconfig).clients()
+
+
+def shared_collector(*, context: str | None = None, kubeconfig: str | None = None,
+                     namespaces: Sequence[str] | None = None) -> TeamCollector:
+    """The watching collector of this cluster and namespace set, started on first use (or again
+    after it went idle). One per process: every sidebar and ``%lanejobs --team`` share it."""
+    key = (context, kubeconfig, tuple(namespaces or ()))
+    with _LOCK:
+        found = _SHARED.get(key)
+        if found is not None and found.watching:
+            return found
+        collector = TeamCollector(_clients(context, kubeconfig), namespaces).start(watch=True)
+        _SHARED[key] = collector
+        return collector
+
+
+def close_shared() -> None:
+    """Stop every shared collector (tests; a server shutting down)."""
+    with _LOCK:
+        for collector in _SHARED.values():
+            collector.close()
+        _SHARED.clear()
+
+
+def team_view(*, context: str | None = None, kubeconfig: str | None = None, namespaces: Sequence[str] | None = None,
+              watch: bool = True) -> TeamView:
+    """The team view. ``watch``: from the shared, watching collector (cheap to ask again); else
+    one list of each resource and one progress pass, then nothing left running (the CLI).
+
+    Raises:
+        KubernetesError: no kubeconfig, or the cluster cannot be reached.
+    """
+    if watch:
+        return shared_collector(context=context, kubeconfig=kubeconfig, namespaces=namespaces).view()
+    collector = TeamCollector(_clients(context, kubeconfig), namespaces).start(watch=False)
+    try:
+        return collector.view()
+    finally:
+        collector.close()
+
+
+def stop_team_job(namespace: str, name: str, confirm: Any, *, uid: str | None = None, context: str | None = None,
+                  kubeconfig: str | None = None) -> dict[str, Any]:
+    """Delete MPIJob ``namespace/name`` (Foreground: its pods go first), a teammate's or one's own.
+
+    Only when ``confirm`` repeats ``name`` (or ``namespace/name``), and only where the API server
+    says we may (``SelfSubjectAccessReview`` before the delete, so a refused user gets one clear
+    line). ``uid`` (the row's): the API server refuses to delete another job that took the name.
+
+    Raises:
+        TeamConfirmationError: ``confirm`` is not the job's name.
+        TeamPermissionError: RBAC does not allow deleting MPIJobs in ``namespace``.
+    """
+    check_label("namespace", namespace)
+    check_label("job name", name)
+    if confirm not in (name, f"{namespace}/{name}"):
+        raise TeamConfirmationError(f"confirm={confirm!r}: repeat the job's name ({name!r}) to stop it")
+    clients = _clients(context, kubeconfig)
+    if not can_i(clients, "delete", MPIJOB_PLURAL, group=MPIJOB_GROUP, namespace=namespace):
+        raise TeamPermissionError(f"not allowed: your account may not delete MPIJobs in namespace {namespace!r} "
+                                  f"(RBAC); ask the job's owner or a namespace admin to stop {name}")
+    try:
+        clients.delete_mpijob(namespace, name, uid)
+    except KubernetesAPIError as exc:
+        if exc.status == 403:
+            raise TeamPermissionError(str(exc)) from exc
+        raise
+    except ApiException as exc:
+        if exc.status not in (404, 409):  # gone already, or the name is another job's now: nothing of ours to stop
+            raise KubernetesAPIError(f"deleting MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
+                                     exc.status, exc.body) from exc
+    return {"namespace": namespace, "name": name, "stopped": True, "at": time.time()}
