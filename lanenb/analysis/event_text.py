@@ -76,9 +76,25 @@ def _log(ev: Event) -> str:
     return str(ev.get("message"))
 
 
+def _preempted(ev: Event) -> str:
+    ranks = ev.get("ranks") or []
+    who = f"rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}" if ranks else "a rank"
+    return (f"preempted: {ev.get('signal') or 'SIGTERM'} to {who}; every rank stopped at step {ev.get('step')} "
+            f"(epoch {ev.get('epoch')}) with a checkpoint written in {ev.get('checkpoint_s') or 0:.2f}s")
+
+
+def _resumed(ev: Event) -> str:
+    how = "after a preemption" if ev.get("preempted") else "after an interruption"
+    lost = ev.get("steps_lost") or 0
+    total = ev.get("steps_lost_total") or 0
+    return (f"resumed ({ev.get('count')}x) {how} from step {ev.get('step')} (epoch {ev.get('epoch')}): "
+            f"{lost} step{'s' if lost != 1 else ''} lost" + (f", {total} in all" if total != lost else ""))
+
+
 _TEXT: dict[str, Callable[[Event], str]] = {
     "start": _start, "step": _step, "epoch": _epoch, "eval": _eval, "checkpoint": _checkpoint,
     "system": _system, "timing": _timing, "error": _error, "end": _end, "log": _log,
+    "preempted": _preempted, "resumed": _resumed,
 }
 
 

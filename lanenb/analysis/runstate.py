@@ -86,6 +86,11 @@ class RunState:
     end_status: str | None = None
     duration_s: float | None = None
     checkpoint: str | None = None
+    # restarts that continued from a checkpoint, and the steps they took again (``resumed`` events)
+    resumes: int = 0
+    steps_lost: int = 0
+    preempted: dict[str, Any] | None = None  # the last ``preempted`` event's step, ranks, checkpoint_s
+    drawn_to: int = 0  # the highest step in the series: steps taken again after a restart are drawn once
     errors: list[dict[str, Any]] = field(default_factory=list)
     # rank 0's resolved TrainConfig (loader workers, batch size: what the doctor's advice names)
     config: dict[str, Any] = field(default_factory=dict)
@@ -178,6 +183,7 @@ class RunState:
         self.started_t = self.started_t or ev.t
         resumed = ev.get("resumed_from") or {}
         self.step = max(self.step, int(resumed.get("step") or 0))
+        self.end_status = None  # a restarted run: the previous start's end is not this one's
         if self.state == "pending":
             self.state = "running"
 
@@ -192,10 +198,13 @@ class RunState:
         self.loss = ev.get("loss")
         self.lr = ev.get("lr")
         self.images_per_s = ev.get("images_per_s")
+        self._rate.append((ev.t, step))
+        if step <= self.drawn_to:  # taken again after a restart (a deterministic run: the same values)
+            return
+        self.drawn_to = step
         for name in ("loss", "lr", "images_per_s", "seg_loss", "exist_loss"):
             if name in ev.data:
                 self._series(self.series, name).append(step, ev.get(name))
-        self._rate.append((ev.t, step))
 
     def _on_epoch(self, ev: Event) -> None:
         epoch = ev.get("epoch")
@@ -228,6 +237,19 @@ class RunState:
     def _on_checkpoint(self, ev: Event) -> None:
         self.checkpoint = ev.get("path")
 
+    def _on_preempted(self, ev: Event) -> None:
+        self.preempted = {k: ev.get(k) for k in ("step", "epoch", "ranks", "checkpoint_s", "since_signal_s")}
+
+    def _on_resumed(self, ev: Event) -> None:
+        """Counts and totals so far, as the trainer keeps them in the run dir: the latest event
+        is right even when a view reads only the last launch's log (a relaunched pod's)."""
+        count, total, step = ev.get("count"), ev.get("steps_lost_total"), ev.get("step")
+        if isinstance(count, int) and count >= self.resumes:
+            self.resumes = count
+            self.steps_lost = total if isinstance(total, int) else self.steps_lost
+        if isinstance(step, int):
+            self.step = step  # the run is back at its checkpoint
+            self._rate.clear()  # the rate of the last launch: a restart's pause is not training
     def _on_system(self, ev: Event) -> None:
         table = self.system.setdefault(ev.rank, {})
         last = self.system_last.setdefault(ev.rank, {})
@@ -298,7 +320,7 @@ class RunState:
     # ------------------------------------------------------------------ derived
     @property
     def finished(self) -> bool:
-        return self.state in ("succeeded", "failed", "cancelled")
+        return self.state in ("succeeded", "failed", "cancelled", "preempted")
 
     @property
     def progress(self) -> float | None:
@@ -404,10 +426,19 @@ class RunState:
         found = self.headline()
         if found is not None and found.accuracy is not None:
             parts.append(found.text())
+        resumed = self.resume_text()
+        if resumed:
+            parts.append(resumed)
         eta = self.eta_s
         if eta is not None:
             parts.append(f"ETA {format_duration(eta)}")
         return " | ".join(parts)
+
+    def resume_text(self) -> str | None:
+        """``"resumed 2x, 14 steps lost"``: what restarts cost this run (None: never resumed)."""
+        if not self.resumes:
+            return None
+        return f"resumed {self.resumes}x, {self.steps_lost} step{'s' if self.steps_lost != 1 else ''} lost"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able view state (what the sidebar's charts read)."""
@@ -418,6 +449,8 @@ class RunState:
             "loss": self.loss, "lr": self.lr, "val": self.val, "test": self.test, "best": self.best,
             "headline": None if (found := self.headline()) is None else found.to_dict(),
             "end_status": self.end_status, "errors": self.errors,
+            "resumes": self.resumes, "steps_lost": self.steps_lost, "resumed": self.resume_text(),
+            "preempted": self.preempted,
             "series": {k: v.to_dict() for k, v in self.series.items()},
             "epochs": {k: v.to_dict() for k, v in self.epochs_hist.items()},
             "system": {str(r): {k: v.to_dict() for k, v in t.items()} for r, t in self.system.items()},

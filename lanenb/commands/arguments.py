@@ -27,7 +27,8 @@ __all__ = ["add_job_arguments", "add_run_arguments", "check_run_flags", "spec_fr
 
 # TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
 SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
-                       "use_workers", "use_val", "val_batch_size", "max_steps", "enable_snapshot", "pvc_name")
+                       "use_workers", "use_val", "val_batch_size", "max_steps", "enable_snapshot", "pvc_name",
+                       "run_id")
 
 # (flags, argparse keywords); dest is the TrainSpec field (or "k8s.<option>", "azureml.<option>")
 JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
@@ -67,6 +68,9 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                                help="root pods (sshd on port 22) even on OpenShift")),
     (("--run-dir",), dict(metavar="DIR", help="where rank 0 writes checkpoints, predictions, metrics")),
     (("--max-steps",), dict(type=int, metavar="N", help="stop after N global steps")),
+    (("--max-restarts",), dict(type=int, metavar="N",
+                               help="local: start the ranks again up to N times after a preemption (SIGTERM) or a "
+                                    "killed rank, continuing from the last checkpoint (default 0)")),
     (("--num-workers",), dict(type=int, metavar="N", help="data-loader worker processes per rank (default 0)")),
     (("--use-workers",), dict(dest="_use_workers", action="store_true", default=None,
                               help="loader workers on (2 unless --num-workers), as USE_WORKERS")),

@@ -43,8 +43,14 @@ class KubernetesOptions:
         tolerations: Kubernetes toleration dicts (checked with the apiserver's rules).
         slots_per_worker: MPI slots (ranks) per worker pod.
         clean_pod_policy: the MPIJob's: Running, All or None.
-        backoff_limit: launcher retries; must stay 0 (a retry would restart training over
-            the same run directory; ``job.resume()`` continues instead).
+        backoff_limit: launcher retries after a failed launcher pod (a preemption exits 75, a lost
+            worker or a crash non-zero). Each retry continues from the run's last checkpoint
+            (the ranks get ``--run-id``, so a checkpoint of this job in its run dir is resumed);
+            0: a failure is final.
+        termination_grace_seconds: the pods' ``terminationGracePeriodSeconds``: how long a
+            SIGTERMed rank has to checkpoint (the step under way and the next, the checkpoint,
+            the exit) before SIGKILL. None: ``manifests.DEFAULT_TERMINATION_GRACE_S``, sized from
+            the measured checkpoint time.
         ttl_seconds_after_finished: delete the MPIJob this long after it ends (None: keep it).
         active_deadline_seconds: fail the job after this long.
         runai_project: schedule with RUN:AI in namespace ``runai-<project>``.
@@ -67,7 +73,8 @@ class KubernetesOptions:
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     slots_per_worker: int = 1
     clean_pod_policy: str = "Running"
-    backoff_limit: int = 0
+    backoff_limit: int = 3
+    termination_grace_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     active_deadline_seconds: int | None = None
     runai_project: str | None = None
@@ -96,6 +103,8 @@ class KubernetesOptions:
         self.slots_per_worker = coerce_int(p + "slots_per_worker", self.slots_per_worker, 1)  # type: ignore[assignment]
         check_choice(p + "clean_pod_policy", self.clean_pod_policy, CLEAN_POD_POLICIES)
         self.backoff_limit = coerce_int(p + "backoff_limit", self.backoff_limit, 0)  # type: ignore[assignment]
+        self.termination_grace_seconds = coerce_int(p + "termination_grace_seconds", self.termination_grace_seconds,
+                                                    1, optional=True)
         self.ttl_seconds_after_finished = coerce_int(p + "ttl_seconds_after_finished",
                                                      self.ttl_seconds_after_finished, 0, optional=True)
         self.active_deadline_seconds = coerce_int(p + "active_deadline_seconds", self.active_deadline_seconds, 1,

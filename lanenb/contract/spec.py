@@ -90,6 +90,11 @@ class TrainSpec:
         num_workers: DataLoader workers per rank (0: load in the rank's process).
         use_val: hold out a validation split and evaluate each epoch.
         val_batch_size: validation batch (None: the trainer's default).
+        max_restarts: local backend: start the ranks again, up to this many times, after a
+            preemption (a SIGTERM to a rank: every rank checkpoints and exits 75) or a rank
+            killed by a signal; each start continues from the run's last checkpoint (the ranks
+            get ``--run-id <name>``). Never after an error. On Kubernetes the MPIJob's
+            ``k8s.backoff_limit`` does this.
         k8s: :class:`KubernetesOptions` or a dict of them.
         azureml: :class:`AzureMLOptions` or a dict of them (``compute`` is required with
             ``backend='azureml'``; the backend's check wants ``processes`` to split evenly over
@@ -125,6 +130,7 @@ class TrainSpec:
     num_workers: int = 0
     use_val: bool = True
     val_batch_size: int | None = None
+    max_restarts: int = 0
     k8s: KubernetesOptions = field(default_factory=KubernetesOptions)
     azureml: AzureMLOptions = field(default_factory=AzureMLOptions)
 
@@ -163,6 +169,7 @@ class TrainSpec:
             coerce("batch_size", coerce_int, 1), coerce("epochs", coerce_int, 1),
             coerce("max_steps", coerce_int, 0, optional=True), self._max_steps_zero_is_none,
             coerce("num_workers", coerce_int, 0), coerce("val_batch_size", coerce_int, 1, optional=True),
+            coerce("max_restarts", coerce_int, 0),
             coerce("engine", check_choice, ENGINES), coerce("backbone", check_choice, list_models()),
             self._check_image, coerce("image_pull_policy", check_choice, PULL_POLICIES),
             self._check_volumes, coerce("env", coerce_env), coerce("large_shm", coerce_bool),
@@ -299,7 +306,8 @@ class TrainSpec:
         """The ``python -m lanenb_trainer`` flags (without the interpreter/module part).
 
         Every value is explicit, so RUN:AI-style env vars on the ranks cannot silently
-        override what the spec says; ``extra_args`` come last and win.
+        override what the spec says; ``extra_args`` come last and win. ``--run-id`` is the job
+        name: a launcher that starts this job again continues from its checkpoint.
         """
         return to_flags(dict(
             data=self.dataset,
@@ -317,6 +325,7 @@ class TrainSpec:
             # locally the supervisor snapshots run dir + dataset; the ranks only hear of a PVC
             enable_snapshot=(self.enable_snapshot and self.pvc_name is not None) or None,
             pvc_name=self.pvc_name if self.enable_snapshot else None,
+            run_id=self.name,
         )) + list(self.extra_args)
 
     # ----------------------------------------------------------------- JSON round-trip

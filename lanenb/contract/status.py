@@ -14,6 +14,7 @@ class JobState(str, Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    PREEMPTED = "preempted"
     SUSPENDED = "suspended"
     LOST = "lost"
     UNKNOWN = "unknown"
@@ -29,7 +30,9 @@ class JobState(str, Enum):
 
 # LOST: the job's backend object is gone (MPIJob deleted, supervisor and ranks vanished with no
 # exit record). Final, so waiters return; ``reason`` says what was seen.
-_FINISHED = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST})
+# PREEMPTED: a SIGTERM stopped every rank at a step boundary after a checkpoint, and no restart
+# was left (``max_restarts``, ``k8s.backoff_limit``): not a failure, the run can go on from there.
+_FINISHED = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.PREEMPTED, JobState.LOST})
 
 
 @dataclass

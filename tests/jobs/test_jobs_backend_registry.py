@@ -83,7 +83,7 @@ def test_status_and_logline_values():
     status = JobStatus("running", reason="2/2 ranks up", ranks={0: "running"})
     assert status.state is JobState.RUNNING and not status.done and str(status) == "running: 2/2 ranks up"
     assert JobStatus.from_dict(status.to_dict()).ranks == {"0": "running"}
-    assert [s.value for s in JobState if s.finished] == ["succeeded", "failed", "cancelled", "lost"]
+    assert [s.value for s in JobState if s.finished] == ["succeeded", "failed", "cancelled", "preempted", "lost"]
     assert str(LogLine(1, "hi")) == "[1] hi" and str(LogLine(None, "mpirun says")) == "mpirun says"
     with pytest.raises(ValueError):
         JobStatus("exploded")

@@ -43,7 +43,7 @@ def pvc(cluster):
 def test_a_crashed_launcher_is_not_rerun_and_keeps_its_log(cluster, backend, pvc):
     _, fake = cluster
     fake.rewrite_argv = program("import sys; print('[1,0]<stdout>:step 1', flush=True); sys.exit(3)")
-    spec = make_spec()
+    spec = make_spec(k8s={"backoff_limit": 0})  # with retries, each continues (test_k8s_preemption.py)
     handle = backend.submit(spec)
     status = wait_for(lambda: (s := backend.status(spec, handle)).state.finished and s)
     assert status.state == JobState.FAILED and status.exit_code == 3
@@ -56,7 +56,7 @@ def test_the_fake_operator_reruns_a_pod_template_restart_policy_launcher(cluster
     default (OnFailure) wins, the crashed launcher trains again and its pod (and log) vanish."""
     thread, fake = cluster
     fake.rewrite_argv = program("import sys; print('[1,0]<stdout>:step 1', flush=True); sys.exit(3)")
-    spec = make_spec(name="lane-old")
+    spec = make_spec(name="lane-old", k8s={"backoff_limit": 0})
     body = build_mpijob(spec, namespace="default")
     for replica in body["spec"]["mpiReplicaSpecs"].values():
         del replica["restartPolicy"]

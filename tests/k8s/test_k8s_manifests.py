@@ -14,6 +14,7 @@ from k8s_harness import REPO, shared_dir
 from lanenb.backends.kubernetes.backend import InvalidNameError, ManifestError, build_mpijob, render
 from lanenb.backends.kubernetes.manifests import LAUNCHER_WRAPPER, TRAINER_ENTRYPOINT, mpirun_argv
 from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb.kube.identity import submitter, user_label_value
 from lanenb.kube.objects import build_restored_pvc, build_volume_snapshot
 
 IMAGE = "registry.example.com/lanenb-trainer:0.1"
@@ -59,7 +60,8 @@ def test_extra_labels_go_on_the_mpijob_and_both_pod_templates_beside_lanenbs_own
     job = build_mpijob(spec_for(k8s={"labels": labels}))
     for where in (job["metadata"], *(r["template"]["metadata"] for r in job["spec"]["mpiReplicaSpecs"].values())):
         assert where["labels"] == {**labels, "app.kubernetes.io/managed-by": "lanenb", "app.kubernetes.io/name":
-                                   "lanenb-trainer", "app.kubernetes.io/instance": "lane-unit"}
+                                   "lanenb-trainer", "app.kubernetes.io/instance": "lane-unit",
+                                   "lanenb.io/user": user_label_value(submitter())}
     assert "lanenb.io/sweep: lr-search" in render(spec_for(k8s={"labels": labels}))
 
 
@@ -94,7 +96,7 @@ def test_ib_job_passes_nccl_env_and_rdma_and_run_policy():
     job = build_mpijob(spec_for(**VARIANTS["openshift-ib"]))
     spec = job["spec"]
     assert spec["slotsPerWorker"] == 8 and spec["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
-    assert spec["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 0, "ttlSecondsAfterFinished": 3600,
+    assert spec["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 3, "ttlSecondsAfterFinished": 3600,
                                  "activeDeadlineSeconds": 86400}
     worker = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     limits = worker["containers"][0]["resources"]["limits"]

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from lanenb.backends.kubernetes.backend import InvalidNameError, ManifestError, build_mpijob, render
+from lanenb.backends.kubernetes.manifests import DEFAULT_TERMINATION_GRACE_S
 from lanenb.commands.arguments import add_job_arguments, spec_from_args
 from lanenb.contract.spec import SpecError, TrainSpec
 from lanenb.contract.validate import validate
@@ -29,10 +30,20 @@ def test_restart_policy_is_never_on_the_replica_not_the_pod_template(mpijob_sche
     assert "restartPolicy" not in launcher["template"]["spec"]  # and overwrites (with a warning) this one
 
 
-def test_a_retrying_launcher_is_refused_because_it_would_restart_from_step_0():
-    with pytest.raises(ManifestError, match=r"k8s.backoff_limit=2: a retried launcher starts training again "
-                                            r"from step 0.*job.resume\(\)"):
-        build_mpijob(spec_for(k8s={"backoff_limit": 2}))
+def test_a_retried_launcher_continues_so_retries_are_on_and_pods_get_time_to_checkpoint():
+    """A launcher retry used to train again from step 0 over the run's checkpoints, so retries
+    were refused; now the ranks carry the job's --run-id and continue from its checkpoint."""
+    job = build_mpijob(spec_for())
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 3
+    args = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--run-id") + 1] == "lane-unit"
+    for replica in job["spec"]["mpiReplicaSpecs"].values():  # the measured checkpoint fits in the grace
+        assert replica["template"]["spec"]["terminationGracePeriodSeconds"] == DEFAULT_TERMINATION_GRACE_S == 60
+    job = build_mpijob(spec_for(k8s={"backoff_limit": 0, "termination_grace_seconds": 300}))
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 0
+    assert job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["terminationGracePeriodSeconds"] == 300
+    with pytest.raises(SpecError, match=r"k8s.termination_grace_seconds=0: must be >= 1"):
+        spec_for(k8s={"termination_grace_seconds": 0})
 
 
 @pytest.mark.parametrize("name,processes,why", [

@@ -13,6 +13,8 @@ import pytest
 from ctrl_c import default_sigint
 from trainer_support import dump, engines, events_of, run_ranks, train_args
 
+from lanenb_trainer import exitcodes
+
 pytestmark = pytest.mark.slow
 
 RUN = dict(epochs=3, lr=0.02)
@@ -106,6 +108,53 @@ def test_resume_continues_exactly(full_run, synth_root, tmp_path):
     assert (end["step"], end["epoch"]) == (reference["step"], reference["epoch"])
     assert end["lr"] == pytest.approx(reference["lr"], rel=1e-12)
     assert end["param_checksum"] == reference["param_checksum"]  # same weights as never stopping
+
+
+def _preempted_then_resumed(engine, synth_root, tmp_path, fault_step):
+    """A SIGTERM to rank 1 once ``fault_step`` steps are done (the fault hook sends the real
+    signal), then the same command line again: the launcher's restart."""
+    args = train_args(synth_root, tmp_path, engine=engine, run_id="lane-preempt", **RUN)
+    code, first = run_ranks(2, args, extra_env={"LANENB_FAULT_RANK": "1", "LANENB_FAULT_STEP": str(fault_step),
+                                                "LANENB_FAULT_SIGNAL": "TERM"})
+    assert code == exitcodes.PREEMPTED, dump(first)
+    code, second = run_ranks(2, args)  # no --resume: the run dir holds this run's own checkpoint
+    assert code == 0, dump(second)
+    return first, second
+
+
+def test_sigterm_to_one_rank_checkpoints_every_rank_and_resuming_ends_bit_identical(full_run, synth_root, tmp_path):
+    engine, _, lines = full_run
+    first, second = _preempted_then_resumed(engine, synth_root, tmp_path, fault_step=5)
+    # the signalled rank and its peer stop together, at the boundary of the step under way (the 2nd epoch's 2nd)
+    (preempted,) = events_of(first, "preempted")
+    assert (preempted.rank, preempted["ranks"], preempted["step"], preempted["epoch_step"]) == (0, [1], 6, 2)
+    assert 0 < preempted["checkpoint_s"] < 30 and preempted["since_signal_s"] >= preempted["checkpoint_s"]
+    assert {e.rank: e["status"] for e in events_of(first, "end")} == {0: "preempted", 1: "preempted"}
+    assert not events_of(first, "error") and not events_of(first, "eval", rank=0)[1:]  # no test of a cut run
+    (resumed,) = events_of(second, "resumed")
+    assert resumed.data | {"t": 0} == {"count": 1, "step": 6, "epoch": 1, "reached": 6, "steps_lost": 0,
+                                       "steps_lost_total": 0, "preempted": True, "automatic": True, "t": 0}
+    assert events_of(second, "step", rank=0)[0]["step"] == 7  # mid-epoch: no step seen twice
+    reference, end = events_of(lines, "end", rank=0)[0], events_of(second, "end", rank=0)[0]
+    assert (end["status"], end["step"], end["epoch"]) == ("completed", reference["step"], reference["epoch"])
+    assert end["param_checksum"] == reference["param_checksum"]  # the weights of never stopping
+    assert end["state_checksum"] == reference["state_checksum"]  # each rank's own BatchNorm statistics too
+    epochs = [(e["epoch"], e["train_loss"], e.get("val_accuracy")) for e in events_of(first + second, "epoch", rank=0)]
+    assert epochs == [(e["epoch"], e["train_loss"], e.get("val_accuracy")) for e in events_of(lines, "epoch", rank=0)]
+
+
+def test_a_preemption_at_an_epochs_last_step_still_ends_that_epoch_once(full_run, synth_root, tmp_path):
+    engine, _, lines = full_run
+    if engine != "ddp":
+        pytest.skip("the epoch's end after a resume is the loop's, not the engine's: one engine covers it")
+    first, second = _preempted_then_resumed(engine, synth_root, tmp_path, fault_step=3)
+    assert events_of(first, "preempted")[0]["epoch_step"] == 4 == events_of(first, "preempted")[0]["steps_per_epoch"]
+    assert not events_of(first, "epoch")  # cut before the first epoch's validation ...
+    epochs = [(e["epoch"], e["train_loss"], e.get("val_accuracy")) for e in events_of(second, "epoch", rank=0)]
+    # ... which the resumed run does first, with the whole epoch's train loss
+    assert epochs == [(e["epoch"], e["train_loss"], e.get("val_accuracy")) for e in events_of(lines, "epoch", rank=0)]
+    reference, end = events_of(lines, "end", rank=0)[0], events_of(second, "end", rank=0)[0]
+    assert (end["param_checksum"], end["state_checksum"]) == (reference["param_checksum"], reference["state_checksum"])
 
 
 @pytest.mark.parametrize("engine", engines())

@@ -39,7 +39,9 @@ def save_atomic(obj: Any, path: str | os.PathLike) -> Path:
 
 def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, global_step: int,
                lr: float, best: dict | None, config: dict, world_size: int,
-               rng_states: list | None = None, model_args: dict | None = None) -> dict[str, Any]:
+               rng_states: list | None = None, model_args: dict | None = None,
+               epoch_tallies: list | None = None, preempted: bool = False,
+               rank_buffers: list | None = None) -> dict[str, Any]:
     return {
         # what build_model needs to rebuild this very model (lanenb predict/export read it)
         "model_args": model_args,
@@ -55,6 +57,11 @@ def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, glob
         "config": config,
         "world_size": world_size,
         "rng_states": rng_states,  # torch RNG of every rank, in rank order
+        # every rank's sums over the epoch so far [loss, steps, images, seconds], in rank order
+        "epoch_tallies": epoch_tallies,
+        "preempted": preempted,  # written when a SIGTERM stopped the run at this step
+        # with ``preempted``: every rank's buffers {name: tensor} (they are averaged at epoch ends only)
+        "rank_buffers": rank_buffers,
     }
 
 

@@ -61,6 +61,10 @@ class TrainConfig:
         augment: random affine + colour jitter on training frames.
         max_steps: stop after this many global steps (0: no limit).
         resume: continue exactly from ``run_dir/checkpoints/last.pt``.
+        run_id: the run this launch belongs to (launchers pass the job's name). A ``last.pt``
+            written under the same id is continued without ``--resume``: a launcher starting
+            the run again after a preemption or a killed rank must not start over in its run
+            dir. None: only ``--resume`` continues.
         seed: fixes the init, the split and the data order.
         weights: a local weights file for the whole model (nothing is downloaded).
         backbone_weights: a local torchvision ImageNet file for the backbone.
@@ -115,6 +119,7 @@ class TrainConfig:
     augment: bool = True
     max_steps: int = 0  # 0 = no limit
     resume: bool = False
+    run_id: str | None = None  # a last.pt of the same run id is resumed without --resume
     seed: int = 0
     weights: str | None = None
     backbone_weights: str | None = None  # torchvision ImageNet weights for the backbone
@@ -223,6 +228,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
                    help=f"share of train labels held out for validation (default {d.val_fraction})")
     g.add_argument("--max-steps", type=int, help="stop after this many global steps (0 = no limit)")
     g.add_argument("--resume", action="store_true", default=None, help="continue from RUN_DIR/checkpoints/last.pt")
+    g.add_argument("--run-id", help="the run this launch belongs to (the job name): a checkpoint of the same "
+                   "run in RUN_DIR is continued without --resume (a launcher's restart)")
     g.add_argument("--deterministic", action="store_true", default=None,
                    help="deterministic GPU algorithms: a resumed run ends bit-identical (slower)")
     g.add_argument("--seed", type=int, help=f"(default {d.seed})")
@@ -341,5 +348,7 @@ def _validate(c: TrainConfig) -> None:
                           f"not --backbone {c.backbone!r}")
     if c.enable_snapshot and not c.pvc_name:
         raise ConfigError("--enable-snapshot (or env ENABLE_SNAPSHOT=true) needs --pvc-name (or env PVC_NAME)")
+    if c.run_id is not None and (not c.run_id.strip() or len(c.run_id) > 253):
+        raise ConfigError(f"--run-id {c.run_id!r}: must be a non-empty name of at most 253 characters")
     if c.resume and not (Path(c.run_dir) / "checkpoints" / "last.pt").is_file():
         raise ConfigError(f"--resume: no checkpoint at {Path(c.run_dir) / 'checkpoints' / 'last.pt'}")

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 PREFIX = "@lanenb "
 SCHEMA_VERSION = 1
 KINDS = frozenset({"start", "step", "epoch", "eval", "checkpoint", "system", "timing", "end", "error", "log",
-                   "snapshot"})
+                   "snapshot", "preempted", "resumed"})
 
 _emit_lock = threading.Lock()
 

@@ -17,6 +17,14 @@ does not do on a cluster:
    after such a message, adds one ``error`` event naming the host and the ranks placed on it
    (``--map-by slot``: hostfile order, ``slots=`` each).
 
+3. **A preemption.** The pod's SIGTERM (eviction, deletion) reaches mpirun as a SIGUSR1, which
+   it passes on to every rank without ending the job (a SIGTERMed mpirun SIGKILLs the ranks a
+   second later); the ranks checkpoint at the next step boundary and exit 75
+   (``exitcodes.PREEMPTED``), and so does this wrapper, also when mpirun exited otherwise after
+   the ranks said ``preempted``: the launcher Job's retry (the MPIJob's ``backoffLimit``)
+   continues from the checkpoint, and the job's status says preempted. A second SIGTERM goes to
+   mpirun as it is: stop now.
+
 Outside the cluster (no hostfile variable) it only runs mpirun. stdlib only: it runs before
 any rank, in the launcher pod.
 """
@@ -35,7 +43,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from lanenb_trainer import events, ranktag
+from lanenb_trainer import events, exitcodes, ranktag
 
 HOSTFILE_ENV = "OMPI_MCA_orte_default_hostfile"  # set by the MPI Operator on the launcher
 SSH_PORT = 22
@@ -160,12 +168,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace", bufsize=1)
-    # The pod's SIGTERM (deletion, cancel) goes to mpirun once; Open MPI ends at once on a second.
+    # The pod's first SIGTERM preempts (mpirun passes SIGUSR1 on to the ranks); then each signal
+    # goes to mpirun as it is, once (Open MPI ends at once on a second).
+    preempting: list[int] = []
+
+    def relay(signum: int, _frame: object) -> None:
+        if signum == signal.SIGTERM and not preempting:
+            preempting.append(signum)
+            signum = signal.SIGUSR1
+        proc.send_signal(signum)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, _f: proc.send_signal(signum))
+        signal.signal(sig, relay)
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
+        # signals go to the main thread, where the relay runs: one delivered to this thread would
+        # leave the main thread asleep in lines.get() until mpirun writes again (maybe never)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.put(line)
@@ -174,12 +193,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     threading.Thread(target=pump, daemon=True).start()
     lost: list[str] = []
     failed_at: float | None = None  # when a rank or mpirun first reported the run failed
-    done = stopped = False
+    done = stopped = preempted = False
     while not done:
-        timeout = None if failed_at is None or stopped else max(0.0, failed_at + args.failure_grace - time.monotonic())
-        try:
-            line = lines.get(timeout=timeout)
+        deadline = None if failed_at is None or stopped else failed_at + args.failure_grace
+        try:  # awake at least once a second: a signal's relay runs between two waits
+            line = lines.get(timeout=1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic())))
         except queue.Empty:
+            if deadline is None or time.monotonic() < deadline:
+                continue
             # mpirun waits on daemons it can no longer reach (a partitioned host): end it.
             print(f"lanenb launcher: mpirun still running {args.failure_grace:g}s after the run failed; "
                   "stopping it", flush=True)
@@ -191,13 +212,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         sys.stdout.write(line)
         sys.stdout.flush()
-        if failed_at is None and (_FAILED.search(line) or _failed_event(line)):
+        kind, status = _event_of(line)
+        preempted = preempted or kind == "preempted"
+        if failed_at is None and (_FAILED.search(line) or kind == "error" or (kind == "end" and status == "failed")):
             failed_at = time.monotonic()
         if not line.startswith("["):  # mpirun's and ssh's own lines, not a rank's
             host = lost_host(line, list(placement))
             if host and host not in lost:
                 lost.append(host)
     code = proc.wait()
+    if code != 0 and preempted:
+        return exitcodes.PREEMPTED  # every rank checkpointed: a retry continues, it did not fail
     if code != 0 and placement:
         # Hosts whose sshd no longer answers are gone (killed, partitioned) even when no message named them.
         lost += [h for h in placement if h not in lost and ssh_ready(h, port=args.ssh_port) is not None]
@@ -210,9 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code if code >= 0 else 128 - code  # killed by a signal: the shell's 128+N
 
 
-def _failed_event(line: str) -> bool:
+def _event_of(line: str) -> tuple[str | None, str | None]:
+    """The kind and ``status`` of the ``@lanenb`` event on a relayed rank line, if any."""
+    if events.PREFIX not in line:
+        return None, None
     event = events.parse_line(ranktag.split_rank_tag(line.rstrip("\n"))[1])
-    return event is not None and (event.kind == "error" or (event.kind == "end" and event.get("status") == "failed"))
+    return (None, None) if event is None else (event.kind, event.get("status"))
 
 
 def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:

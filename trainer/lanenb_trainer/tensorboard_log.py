@@ -4,7 +4,7 @@ Why: TensorBoard is what people open first, and ``%tensorboard --logdir <run dir
 on a local run and on a cluster run (whose run dir is on the PVC) without lanenb in between. The
 rank does not measure anything twice: :class:`TensorBoardSink` is a listener on the rank's
 ``EventLog`` and turns each ``@lanenb`` event into scalars, written by ``tensorboardX`` (why that
-library and not ``torch.utils.tensorboard``: docs/ARCHITECTURE.md, "TensorBoard and MLflow").
+library and not ``torch.utils.tensorboard``: docs/architecture/workflows-faces.md, "TensorBoard and MLflow").
 
 Layout under ``<run dir>/tensorboard/`` (each folder is one TensorBoard "run"):
 

@@ -3,7 +3,10 @@
 The run itself is ``lanenb_trainer.training`` (``loop.Trainer``). This module parses the
 config, starts the engine and the system monitor, and turns every failure into an ``error``
 event and a prompt non-zero exit of the whole MPI world (see :func:`main`), because a rank
-that dies silently would leave its peers blocked in a collective until a timeout.
+that dies silently would leave its peers blocked in a collective until a timeout. A SIGTERM is
+not a failure: every rank checkpoints at the next step boundary and exits with
+``exitcodes.PREEMPTED`` (``training/preempt.py``; SIGUSR1 too, which mpirun passes on);
+SIGINT (Ctrl-C) stops at once.
 """
 
 from __future__ import annotations
@@ -15,18 +18,19 @@ import time
 import traceback
 from collections.abc import Sequence
 
-from lanenb_trainer import events
+from lanenb_trainer import events, exitcodes
 from lanenb_trainer.config import ConfigError, parse_config
-from lanenb_trainer.engines import EngineError, get_engine
+from lanenb_trainer.engines import Engine, EngineError, get_engine
 from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.training.loop import Trainer
+from lanenb_trainer.training.preempt import Preemption
 from lanenb_trainer.training.replicas import param_checksum
 
 __all__ = ["main", "Cancelled"]
 
 
 class Cancelled(Exception):
-    """SIGTERM/SIGINT from the launcher (Ctrl-C, job cancel)."""
+    """SIGINT (Ctrl-C): stop now. A SIGTERM preempts instead (``training/preempt.py``)."""
 
 
 def _ranks_before_engine() -> tuple[int, int]:
@@ -54,8 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rank == 0:
             print(f"lanenb_trainer: error: {exc}", file=sys.stderr, flush=True)
         events.emit("error", rank, type="ConfigError", message=str(exc), traceback="", phase="config")
-        return 2
-    signal.signal(signal.SIGTERM, _on_signal)
+        return exitcodes.CONFIG
+    preemption = Preemption().install()  # SIGTERM, SIGUSR1: checkpoint at the next step boundary
     signal.signal(signal.SIGINT, _on_signal)
     trainer: Trainer | None = None
     monitor: SystemMonitor | None = None
@@ -63,10 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         engine = get_engine(cfg.engine, collective_timeout=cfg.collective_timeout, device=cfg.device).init()
         rank, world = engine.rank, engine.world_size
-        trainer = Trainer(cfg, engine)
+        trainer = Trainer(cfg, engine, preemption)
         gpu = engine.device.index if engine.device.type == "cuda" else None
         monitor = trainer.monitor = SystemMonitor(trainer.emit, rank, interval=cfg.system_interval, gpu_index=gpu)
         test = trainer.fit()
+        if trainer.status == "preempted":
+            return _preempted_exit(trainer, engine, monitor, t0)
         trainer.snapshot()
         monitor.stop()
         trainer.emit("end", status=trainer.status, duration_s=round(time.time() - t0, 3),
@@ -76,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine.barrier()
         trainer.emit.close()
         engine.shutdown()
-        return 0
+        return exitcodes.OK
     except BaseException as exc:  # every failure must reach the event stream
         cancelled = isinstance(exc, (Cancelled, KeyboardInterrupt))
         emit = trainer.emit if trainer is not None else (lambda kind, **f: events.emit(kind, rank, **f))
@@ -92,9 +98,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
-            code = 130 if cancelled else 1
+            code = exitcodes.CANCELLED if cancelled else exitcodes.FAILED
             if world > 1:
                 # Peers may be blocked in a collective with us: exit now, without running
                 # atexit/teardown that could itself block, so mpirun tears the world down.
                 os._exit(code)
         return code
+
+
+def _preempted_exit(trainer: Trainer, engine: Engine, monitor: SystemMonitor, t0: float) -> int:
+    """After the preemption checkpoint: ``end(status="preempted")``, then every rank leaves
+    together. The barrier comes after each rank's last event (and TensorBoard's last scalars)
+    and rank 0's checkpoint: mpirun stops the whole world as soon as one rank exits non-zero,
+    with a SIGTERM that from then on ends a rank at once (its work is saved; left to the
+    preemption handler, a rank still tearing down would wait for mpirun's SIGKILL)."""
+    monitor.stop()
+    trainer.emit("end", status="preempted", duration_s=round(time.time() - t0, 3), epoch=trainer.epoch,
+                 step=trainer.global_step, lr=trainer.lr, best=trainer.best)
+    trainer.emit.close()
+    sys.stdout.flush()
+    engine.barrier()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    engine.shutdown()
+    return exitcodes.PREEMPTED

@@ -13,6 +13,7 @@ from typing import Any
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.kube.events import event_problem
 from lanenb.kube.pods import JOB_ROLE_LABEL, parse_time, pod_problem, pod_state
+from lanenb_trainer import exitcodes
 
 __all__ = ["mpijob_status", "missing_status"]
 
@@ -25,9 +26,11 @@ def _true(conds: dict[str, dict[str, Any]], kind: str) -> bool:
 
 
 def _launcher_exit(pods: Iterable[dict[str, Any]]) -> int | None:
-    for pod in pods:
-        if ((pod.get("metadata") or {}).get("labels") or {}).get(JOB_ROLE_LABEL) != "launcher":
-            continue
+    """The exit code of the newest launcher pod that ended (the launcher Job's retries leave
+    the older ones)."""
+    launchers = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_ROLE_LABEL) == "launcher"]
+    launchers.sort(key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "")
+    for pod in reversed(launchers):
         for cs in (pod.get("status") or {}).get("containerStatuses") or []:
             term = (cs.get("state") or {}).get("terminated")
             if term and term.get("exitCode") is not None:
@@ -75,6 +78,9 @@ def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None 
 
     if _true(conds, "Succeeded"):  # before deletionTimestamp: a TTL clean-up does not undo a success
         return make(JobState.SUCCEEDED, None, "Succeeded")
+    if _true(conds, "Failed") and exit_code == exitcodes.PREEMPTED and not problems:
+        return make(JobState.PREEMPTED, "a SIGTERM stopped every rank after a checkpoint and no launcher retry is left "
+                    "(k8s.backoff_limit); a job with --resume in the same run_dir goes on from there", "Failed")
     if _true(conds, "Failed"):
         cond = conds["Failed"]
         reason = problems[0] if problems else (cond.get("message") or cond.get("reason") or "the launcher failed")

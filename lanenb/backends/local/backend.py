@@ -55,6 +55,7 @@ from lanenb.contract.status import JobState, JobStatus
 from lanenb.home import make_private_dir
 from lanenb.launch import procs, rankguard
 from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
+from lanenb_trainer import exitcodes
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import parse_config
 from lanenb_trainer.events import parse_line
@@ -160,7 +161,8 @@ class LocalBackend(Backend):
         marker = secrets.token_hex(16)  # proves later which processes are this job's (see _owned)
         env[JOB_MARKER_ENV] = marker
         cmd = [self.python, "-m", "lanenb.backends.local.supervise", "--run-dir", str(run),
-               "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes)]
+               "--log", str(log_path), "--grace", repr(self.grace), "--max-log-bytes", str(self.max_log_bytes),
+               "--max-restarts", str(spec.max_restarts)]
         if spec.enable_snapshot:  # run dir + dataset snapshotted by the supervisor after success
             assert spec.name is not None  # generated in TrainSpec.__post_init__
             cmd += ["--snapshot-job", spec.name, "--snapshot-volume", f"run={run}",
@@ -329,6 +331,9 @@ class LocalBackend(Backend):
                              finished=finished, exit_code=rc, message=message)
         if rc == 0:
             return JobStatus(JobState.SUCCEEDED, started=started, finished=finished, exit_code=0, message=message)
+        if rc == exitcodes.PREEMPTED:
+            return JobStatus(JobState.PREEMPTED, reason=self._preempted_reason(handle, exit_info), started=started,
+                             finished=finished, exit_code=rc, message=message)
         reason = self._failure_reason(handle, rc, exit_info)
         if exit_info.get("log_error"):
             reason += f"; {message}"
@@ -371,6 +376,19 @@ class LocalBackend(Backend):
                 continue
         return dict(sorted(ranks.items(), key=lambda kv: int(kv[0])))
 
+    def _preempted_reason(self, handle: dict[str, Any], exit_info: dict[str, Any]) -> str:
+        """Where the last preemption stopped the run (its ``preempted`` event), and the restarts used."""
+        last = None
+        for line in tail_text(Path(handle["log"]), tail_bytes=256 * 1024):
+            ev = parse_line(line)
+            if ev is not None and ev.kind == "preempted":
+                last = ev
+        where = f" at step {last.get('step')}" if last is not None else ""
+        used = len(exit_info.get("restarts") or [])
+        return (f"a SIGTERM stopped every rank{where} with a checkpoint in {handle.get('run_dir')} after {used} "
+                f"restart{'s' if used != 1 else ''} (max_restarts); submit it again with the same run_dir and "
+                "--resume to go on")
+
     def _failure_reason(self, handle: dict[str, Any], rc: int, exit_info: dict[str, Any]) -> str:
         if exit_info.get("error"):
             return f"could not start the launcher: {exit_info['error']}"
@@ -384,6 +402,9 @@ class LocalBackend(Backend):
         if last_error is not None:
             msg = last_error.get("message") or last_error.get("error") or json.dumps(last_error.data)
             reason += f"; rank {last_error.rank} reported: {msg}"
+        used = len(exit_info.get("restarts") or [])
+        if used:
+            reason += f"; after {used} restart{'s' if used != 1 else ''} (max_restarts)"
         return reason
 
     def logs(self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool = False,

@@ -27,6 +27,12 @@ The process tree and how it comes down (docs/ARCHITECTURE.md, "Local jobs"):
   ``--max-log-bytes`` only ``@lanenb`` event lines are kept, past twice that only the events
   the reducer cannot do without (``DIGEST_KINDS``: start, epoch, eval, checkpoint, end, error,
   snapshot: a few per epoch).
+* **Preemption and killed ranks.** With ``--max-restarts N`` the supervisor starts mpirun
+  again, up to N times, when it ends with a preemption (exit 75: a SIGTERM made every rank
+  checkpoint at a step boundary, ``lanenb_trainer.exitcodes``) or a rank killed by a signal,
+  never after an error or a cancel. The ranks get the same argv, ``--run-id`` included, so
+  each start continues from the run's last checkpoint (and says so in a ``resumed`` event).
+  Each restart is a supervisor line in ``job.log`` and an entry of ``restarts`` in ``exit.json``.
 * **Long runs.** Beside ``job.log`` the supervisor keeps ``job.digest``: every ``DIGEST_KINDS``
   event and a thinned, evenly spread sample of ``step`` events (``DIGEST_STEPS`` per doubling
   of the run: ~5k lines for 1M steps), each with the ``job.log`` byte offset after it. A reader
@@ -59,7 +65,8 @@ import psutil
 
 from lanenb.launch import procs
 from lanenb.launch.lines import iter_output
-from lanenb.launch.mpirun import stop_ranks
+from lanenb.launch.mpirun import free_port, stop_ranks
+from lanenb_trainer import exitcodes
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
 from lanenb_trainer.ranktag import tag_line
@@ -278,9 +285,37 @@ def _snapshot(log: JobLog, run_dir: Path, job: str, volumes: dict[str, str]) -> 
     return [snap.id for snap in made]
 
 
+def _run_launcher(argv: Sequence[str], env: dict[str, str], log: JobLog, stopper: Stopper) -> dict[str, Any]:
+    """One start of mpirun, to its exit: its lines into ``job.log``; returns ``returncode``
+    (and ``error`` when it could not start) with the orphans stopped after it."""
+    try:
+        stopper.child = subprocess.Popen(
+            list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, preexec_fn=functools.partial(_die_with_supervisor, os.getpid()))
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.say(f"could not start {argv[0]!r}: {exc}")
+        return {"returncode": 127, "error": str(exc)}
+    child = stopper.child
+    assert child.stdout is not None
+    if stopper.signals:  # a signal that came while mpirun was starting
+        stopper.signals.clear()
+        stopper.on_signal(signal.SIGTERM, None)
+    raw = (r.decode("utf-8", errors="replace") for r in iter(child.stdout.readline, b""))
+    for line in iter_output(raw):  # whole lines per rank, even when mpirun splits them
+        log.write(tag_line(line.rank, line.stream, line.text))
+    child.stdout.close()
+    rc = child.wait()
+    log.say(f"launcher exited with code {rc}")
+    return {"returncode": rc, "orphans_stopped": stopper.reap_orphans()}
+
+
+def _restart_why(rc: int) -> str:
+    return "preempted" if rc == exitcodes.PREEMPTED else f"a process was killed (exit {rc})"
+
+
 def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: float = DEFAULT_GRACE,
               max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
-              snapshot: tuple[str, dict[str, str]] | None = None) -> int:
+              snapshot: tuple[str, dict[str, str]] | None = None, max_restarts: int = 0) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -307,29 +342,21 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
             info.update(returncode=-stopper.signals[0])
         else:
             env = {**os.environ, "LANENB_PID_DIR": str(pid_dir)}
-            try:
-                stopper.child = subprocess.Popen(
-                    list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, preexec_fn=functools.partial(_die_with_supervisor, os.getpid()))
-            except (OSError, subprocess.SubprocessError) as exc:
-                log.say(f"could not start {argv[0]!r}: {exc}")
-                info.update(returncode=127, error=str(exc))
-            else:
-                child = stopper.child
-                assert child.stdout is not None
-                if stopper.signals:  # a signal that came while mpirun was starting
-                    stopper.signals.clear()
-                    stopper.on_signal(signal.SIGTERM, None)
-                raw = (r.decode("utf-8", errors="replace") for r in iter(child.stdout.readline, b""))
-                for line in iter_output(raw):  # whole lines per rank, even when mpirun splits them
-                    log.write(tag_line(line.rank, line.stream, line.text))
-                child.stdout.close()
-                rc = child.wait()
-                log.say(f"launcher exited with code {rc}")
-                orphans = stopper.reap_orphans()
-                info.update(returncode=rc, orphans_stopped=orphans)
-                if rc == 0 and snapshot is not None and not stopper.signals:
-                    info["snapshots"] = _snapshot(log, run_dir, *snapshot)
+            restarts: list[dict[str, Any]] = []
+            while True:
+                info.update(_run_launcher(argv, env, log, stopper))
+                rc = info["returncode"]
+                if stopper.signals or not exitcodes.restartable(rc) or len(restarts) >= max_restarts:
+                    break
+                restarts.append({"t": round(time.time(), 3), "returncode": rc, "why": _restart_why(rc)})
+                log.say(f"{_restart_why(rc)}: restart {len(restarts)} of {max_restarts}, "
+                        "continuing from the run's last checkpoint")
+                for stale in pid_dir.glob("rank-*.json"):
+                    stale.unlink(missing_ok=True)
+                env["MASTER_PORT"] = str(free_port())  # the last start's rendezvous port may linger
+            info["restarts"] = restarts
+            if info["returncode"] == 0 and snapshot is not None and not stopper.signals:
+                info["snapshots"] = _snapshot(log, run_dir, *snapshot)
         if log.dropped:
             log.say(f"{log.dropped} output line(s) not written to job.log")
         info.update(finished=time.time(), signals=stopper.signals, log_bytes=log.size,
@@ -347,6 +374,9 @@ def main(args: Sequence[str] | None = None) -> int:
                         help="seconds a rank gets to stop after SIGTERM before SIGKILL")
     parser.add_argument("--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES,
                         help="job.log size after which only @lanenb event lines are kept")
+    parser.add_argument("--max-restarts", type=int, default=0, metavar="N",
+                        help="start the launcher again up to N times after a preemption (exit 75) or a killed "
+                             "process, never after an error or a cancel (default 0)")
     parser.add_argument("--snapshot-job", metavar="JOB", help="after success, snapshot --snapshot-volume dirs for JOB")
     parser.add_argument("--snapshot-volume", action="append", default=[], metavar="ROLE=DIR",
                         help="a directory to snapshot after success (repeatable)")
@@ -359,11 +389,13 @@ def main(args: Sequence[str] | None = None) -> int:
         parser.error(f"--grace {ns.grace}: must be a finite number of seconds >= 0")
     if ns.max_log_bytes < 1:
         parser.error(f"--max-log-bytes {ns.max_log_bytes}: must be >= 1")
+    if ns.max_restarts < 0:
+        parser.error(f"--max-restarts {ns.max_restarts}: must be >= 0")
     volumes = dict(v.partition("=")[::2] for v in ns.snapshot_volume)
     if any(not role or not path for role, path in volumes.items()):
         parser.error(f"--snapshot-volume {ns.snapshot_volume}: each must be ROLE=DIR")
     return supervise(argv, ns.run_dir, ns.log or ns.run_dir / LOG_NAME, grace=ns.grace,
-                     max_log_bytes=ns.max_log_bytes,
+                     max_log_bytes=ns.max_log_bytes, max_restarts=ns.max_restarts,
                      snapshot=(ns.snapshot_job, volumes) if ns.snapshot_job and volumes else None)
 
 

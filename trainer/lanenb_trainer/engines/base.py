@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -127,6 +128,24 @@ class Engine(ABC):
     @abstractmethod
     def gather_objects(self, obj: Any) -> list[Any]:
         """Every rank's picklable object, in rank order, on every rank."""
+
+    def count_flags(self, flag: bool) -> int:
+        """How many ranks pass ``flag=True``; every rank must call it at the same point.
+
+        A one-number collective on host memory, so asking every step (is any rank being
+        preempted?) never waits for the GPU's queued work. Horovod and gloo reduce CPU tensors
+        as they are; DDP over NCCL uses a gloo group of its own (``ddp.py``).
+        """
+        if self.world_size == 1:
+            return int(flag)
+        return int(self.allreduce_sum(torch.tensor([int(flag)], dtype=torch.int32)).item())
+
+    def count_flags_async(self, flag: bool) -> Callable[[], int]:
+        """:meth:`count_flags`, started now; call the result for the count (it waits). Started
+        when a step begins and read when it ends, the collective runs behind the step's compute
+        (gloo: ~30 us left to wait instead of ~450 us, 2 CPU ranks). Here: done at once."""
+        count = self.count_flags(flag)
+        return lambda: count
 
     def allreduce_gradients(self, params: list[torch.Tensor]) -> None:
         """Average the ``.grad`` of ``params`` in place, as one flat buffer (one collective).

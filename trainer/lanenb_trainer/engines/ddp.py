@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -87,6 +87,7 @@ def ddp_backend(device_type: str, ranks_per_gpu: int) -> str:
 
 class DDPEngine(Engine):
     name = "ddp"
+    _host_group: Any = None  # the process group of host-memory collectives (None: the default one)
 
     def init(self) -> DDPEngine:
         self.rank, self.world_size, self.local_rank, self.local_size = ranks_from_env()
@@ -103,6 +104,8 @@ class DDPEngine(Engine):
                 backend=backend, init_method="env://", rank=self.rank, world_size=self.world_size,
                 timeout=datetime.timedelta(seconds=self.collective_timeout),
             )
+            if backend != "gloo":  # NCCL reduces only CUDA tensors: host flags need a gloo group
+                self._host_group = dist.new_group(backend="gloo")
         return self
 
     @property
@@ -129,6 +132,21 @@ class DDPEngine(Engine):
         if self.distributed:
             dist.all_reduce(out, op=dist.ReduceOp.SUM)
         return out
+
+    def count_flags(self, flag: bool) -> int:
+        return self.count_flags_async(flag)()
+
+    def count_flags_async(self, flag: bool) -> Callable[[], int]:
+        out = torch.tensor([int(flag)], dtype=torch.int32)
+        if not self.distributed:
+            return lambda: int(out.item())
+        work = dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self._host_group, async_op=True)
+        assert work is not None  # async_op=True always returns the work handle
+
+        def wait() -> int:
+            work.wait()
+            return int(out.item())
+        return wait
 
     def gather_objects(self, obj: Any) -> list[Any]:
         if not self.distributed:

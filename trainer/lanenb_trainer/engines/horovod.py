@@ -6,6 +6,7 @@ runs under ``mpirun`` locally and under the MPI Operator's launcher in a cluster
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -69,6 +70,14 @@ class HorovodEngine(Engine):
         if self.world_size == 1:
             return tensor.detach().clone()
         return self.hvd.allreduce(tensor.detach(), op=self.hvd.Sum)
+
+    def count_flags_async(self, flag: bool) -> Callable[[], int]:
+        if self.world_size == 1:
+            return lambda: int(flag)
+        # one fixed name: Horovod's response cache then skips the negotiation of a new tensor
+        handle = self.hvd.allreduce_async(torch.tensor([int(flag)], dtype=torch.int32), op=self.hvd.Sum,
+                                          name="lanenb.count_flags")
+        return lambda: int(self.hvd.synchronize(handle).item())
 
     def gather_objects(self, obj: Any) -> list[Any]:
         if self.world_size == 1:

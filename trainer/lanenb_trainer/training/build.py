@@ -58,15 +58,19 @@ def build_splits(cfg: TrainConfig, world_size: int, log: Log | None = None) -> S
     return Splits(train, val, test)
 
 
-def build_model(cfg: TrainConfig, rank: int, log: Log | None = None) -> torch.nn.Module:
+def build_model(cfg: TrainConfig, rank: int, log: Log | None = None, *,
+                resuming: bool | None = None) -> torch.nn.Module:
     """The SCNN of ``--backbone``, initialised from ``--seed`` (the same on every rank), with
-    ``--weights`` or, on a fresh run, ``--backbone-weights`` loaded; ``log`` reports the
-    latter. Leaves the RNG seeded per rank (``seed + 1 + rank``) for the dropout masks."""
+    ``--weights`` or, on a fresh run (not ``resuming``; None: not ``--resume``),
+    ``--backbone-weights`` loaded; ``log`` reports the latter. Leaves the RNG seeded per rank
+    (``seed + 1 + rank``) for the dropout masks."""
     from lanenb_trainer.models import build_model as build_scnn
 
     torch.manual_seed(cfg.seed)
     model = build_scnn(cfg.backbone, num_lanes=NUM_SLOTS, input_size=cfg.image_size, weights=cfg.weights)
-    if cfg.backbone_weights and not cfg.resume:
+    if resuming is None:
+        resuming = cfg.resume
+    if cfg.backbone_weights and not resuming:
         from lanenb_trainer.models.pretrained import load_backbone_weights
 
         report = load_backbone_weights(model, cfg.backbone, cfg.backbone_weights)

@@ -2,9 +2,10 @@
 
 Rank 0 owns the run directory (``config.json``, ``events.jsonl``, checkpoints, predictions,
 ``metrics.json``); every rank prints ``@lanenb`` events. A run is: build the parts
-(``build.py``), continue from a checkpoint when ``--resume`` (``resume.py``), then epochs of
-steps, each epoch validated (``evaluate.py``) and checkpointed, and the test set scored with
-the last and the best model at the end.
+(``build.py``), continue from a checkpoint with ``--resume`` or when the run dir holds this
+run's own (``resume.py``), then epochs of steps, each epoch validated (``evaluate.py``) and
+checkpointed, and the test set scored with the last and the best model at the end. A SIGTERM
+to any rank ends the run at the next step boundary with a checkpoint (``preempt.py``).
 """
 
 from __future__ import annotations
@@ -27,25 +28,36 @@ from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.recipe import lr_at, scnn_loss
 from lanenb_trainer.tensorboard_log import open_sink
 from lanenb_trainer.training import build
+from lanenb_trainer.training.attempts import ProgressMark, forget_resumes, record_resume
 from lanenb_trainer.training.batches import to_device
 from lanenb_trainer.training.evaluate import Evaluator
 from lanenb_trainer.training.precision import configure_algorithms, resolve_precision
+from lanenb_trainer.training.preempt import FAULT_SIGNAL_VAR, Preemption
 from lanenb_trainer.training.replicas import sync_buffers
 from lanenb_trainer.training.resume import (
+    EpochTally,
     ResumePoint,
     RngState,
+    last_checkpoint,
     load_training_state,
     read_resume_point,
+    resume_state,
     save_checkpoint,
 )
 from lanenb_trainer.training.snapshot import snapshot_pvc
 from lanenb_trainer.training.timing import make_step_timer
 
-__all__ = ["Trainer", "FAULT_RANK_VAR", "FAULT_STEP_VAR"]
+__all__ = ["Trainer", "FAULT_RANK_VAR", "FAULT_STEP_VAR", "EPOCH_DONE", "STOPPED", "PREEMPTED"]
 
-# Test-only fault injection: the rank LANENB_FAULT_RANK raises at global step LANENB_FAULT_STEP.
+# Test-only fault injection: the rank LANENB_FAULT_RANK raises at global step LANENB_FAULT_STEP
+# (with LANENB_FAULT_SIGNAL=TERM it sends itself a SIGTERM instead: preempt.py).
 FAULT_RANK_VAR = "LANENB_FAULT_RANK"
 FAULT_STEP_VAR = "LANENB_FAULT_STEP"
+
+# how an epoch's steps ended (Trainer._train_epoch)
+EPOCH_DONE = "epoch done"
+STOPPED = "stopped"  # --max-steps
+PREEMPTED = "preempted"  # a rank got SIGTERM
 
 
 def _fault_step(rank: int) -> int | None:
@@ -58,12 +70,13 @@ def _fault_step(rank: int) -> int | None:
 class Trainer:
     """One rank's run of ``cfg`` on ``engine``: :meth:`fit`, then :meth:`snapshot`.
 
-    The loop's position (``epoch``, ``step_in_epoch``, ``global_step``, ``lr``, ``best``) is
-    what a checkpoint saves and ``--resume`` restores; ``status`` ends as ``completed`` or
-    ``stopped`` (``--max-steps``).
+    The loop's position (``epoch``, ``step_in_epoch``, ``global_step``, ``lr``, ``best``) and
+    the epoch's sums so far (``tally``) are what a checkpoint saves and a resume restores;
+    ``status`` ends as ``completed``, ``stopped`` (``--max-steps``) or ``preempted`` (a SIGTERM
+    that ``preemption`` caught: :meth:`fit` then returns after the checkpoint, without the test).
     """
 
-    def __init__(self, cfg: TrainConfig, engine: Engine) -> None:
+    def __init__(self, cfg: TrainConfig, engine: Engine, preemption: Preemption | None = None) -> None:
         self.cfg = cfg
         self.engine = engine
         self.rank = engine.rank
@@ -87,9 +100,18 @@ class Trainer:
         self.lr = 0.0
         self.status = "running"
         self.fault_step = _fault_step(self.rank)
+        self.fault_signal = os.environ.get(FAULT_SIGNAL_VAR)
         self.monitor: SystemMonitor | None = None  # started once the start event is out
         self.resumed_from: dict[str, Any] | None = None
+        self.resume_point: ResumePoint | None = None
         self.pending_rng: RngState | None = None  # the checkpoint's RNG, restored in the first epoch
+        self.tally = EpochTally()  # this rank's sums over the current epoch's steps
+        self.pending_tally: EpochTally | None = None  # the checkpoint's, taken back in the first epoch
+        self.preemption = preemption if preemption is not None else Preemption()
+        self.checkpoint_s = 0.0  # how long the last checkpoint took (rank 0: writing it)
+        self.signalled: list[float | None] | None = None  # each rank's SIGTERM time, once agreed
+        # the last step rank 0 finished, for the steps a restart loses (attempts.py)
+        self.progress = ProgressMark(self.run_dir) if self.primary else None
 
     # -- set-up ---------------------------------------------------------------------------
     def _build(self) -> None:
@@ -98,10 +120,13 @@ class Trainer:
         log = self.emit.log if self.primary else None
         configure_algorithms(cfg.deterministic)
         self.data = build.build_splits(cfg, eng.world_size, log)
-        model = build.build_model(cfg, self.rank, log)
+        found = self._find_checkpoint()
+        model = build.build_model(cfg, self.rank, log, resuming=found is not None)
         optimizer = build.build_optimizer(model, cfg, eng.world_size)
-        point = read_resume_point(cfg, self.run_dir, rank=self.rank, world_size=eng.world_size) if cfg.resume else None
-        if point is not None:
+        point = None
+        if found is not None:
+            point = read_resume_point(cfg, self.run_dir, rank=self.rank, world_size=eng.world_size,
+                                      state=found[0], automatic=found[1])
             self._continue_from(point)
         self.precision = resolve_precision(cfg, eng.device)
         # the memory format before DDP wraps the model: its buckets follow the parameters' strides
@@ -115,32 +140,53 @@ class Trainer:
         self.steps_per_epoch = len(self.train_loader)
         self.total_steps = self.steps_per_epoch * cfg.epochs
 
+    def _find_checkpoint(self) -> tuple[dict[str, Any], bool] | None:
+        """The checkpoint to continue from (``resume.resume_state``), the same on every rank.
+
+        Raises:
+            RuntimeError: some ranks find this run's checkpoint and others do not (a run dir
+                that is not on storage every rank shares).
+        """
+        found = resume_state(self.cfg, self.run_dir)
+        seen = self.engine.gather_objects(found is not None)
+        if len(set(seen)) > 1:
+            raise RuntimeError(
+                f"ranks {[r for r, s in enumerate(seen) if s]} find this run's checkpoint "
+                f"{last_checkpoint(self.run_dir)} and ranks {[r for r, s in enumerate(seen) if not s]} do not: "
+                "put --run-dir on storage every rank shares")
+        return found
+
     def _continue_from(self, point: ResumePoint) -> None:
         self.epoch, self.step_in_epoch = point.epoch, point.step_in_epoch
         self.global_step, self.best = point.global_step, point.best
         self.resumed_from = point.describe()
+        self.resume_point = point
         self.pending_rng = point.rng
+        self.pending_tally = point.tally
 
     def _restore_rng(self) -> None:
         assert self.pending_rng is not None
         self.pending_rng.restore(self.engine.device)
         self.pending_rng = None
 
-    def _save(self, *, best: bool) -> None:
+    def _save(self, *, best: bool, preempted: bool = False) -> None:
+        t0 = time.perf_counter()
         with self.timer.pause("checkpoint"):
-            self._write_checkpoint(best=best)
+            self._write_checkpoint(best=best, preempted=preempted)
+        self.checkpoint_s = time.perf_counter() - t0
 
-    def _write_checkpoint(self, *, best: bool) -> None:
+    def _write_checkpoint(self, *, best: bool, preempted: bool = False) -> None:
         save_checkpoint(engine=self.engine, run_dir=self.run_dir, cfg=self.cfg,
                         model_args={"backbone": self.cfg.backbone, "num_lanes": NUM_SLOTS,
                                     "input_size": list(self.cfg.image_size)},
                         model=self.model, optimizer=self.optimizer, scaler=self.scaler, epoch=self.epoch,
                         step_in_epoch=self.step_in_epoch, global_step=self.global_step, lr=self.lr,
-                        best=self.best, is_best=best, emit=self.emit)
+                        best=self.best, is_best=best, emit=self.emit, tally=self.tally, preempted=preempted)
 
     # -- the loop -------------------------------------------------------------------------
-    def _train_epoch(self) -> bool:
-        """Train until the epoch ends (True) or --max-steps is reached (False)."""
+    def _train_epoch(self) -> str:
+        """Train until the epoch ends (``EPOCH_DONE``), ``--max-steps`` is reached (``STOPPED``)
+        or the ranks agree that one of them got a SIGTERM (``PREEMPTED``, at a step boundary)."""
         cfg, eng, timer = self.cfg, self.engine, self.timer
         dev = eng.device
         timer.begin()
@@ -148,13 +194,14 @@ class Trainer:
         sampler = self.train_loader.sampler
         sampler.set_epoch(self.epoch)
         sampler.set_start_index(self.step_in_epoch * cfg.batch_size)
-        loss_sum = torch.zeros(2, dtype=torch.float64)
+        # the sums of a mid-epoch checkpoint carry on; an epoch's first step starts them at 0
+        tally = self.pending_tally if self.pending_tally is not None and self.step_in_epoch else EpochTally()
+        self.tally, self.pending_tally = tally, None
         # this window's (loss, seg, exist) per step, on the device: read once per log window, so
         # a GPU step never waits for the host (one sync per --log-every steps, not three a step)
         window: list[torch.Tensor] = []
         win_t = time.perf_counter()
-        epoch_t = time.perf_counter()
-        images_seen = 0
+        epoch_t = time.perf_counter() - tally.seconds
         # Creating the iterator draws from the RNG: an epoch-end checkpoint was taken before
         # that draw, a mid-epoch one after it.
         if self.pending_rng is not None and self.step_in_epoch == 0:
@@ -165,8 +212,8 @@ class Trainer:
         for batch in batches:
             timer.lap_data()
             if self.fault_step is not None and self.global_step >= self.fault_step:
-                raise RuntimeError(f"injected fault on rank {self.rank} at step {self.global_step} "
-                                   f"({FAULT_RANK_VAR}/{FAULT_STEP_VAR})")
+                self._inject_fault()
+            self.preemption.begin_step(eng)  # is any rank being preempted? read when the step is done
             self.lr = lr_at(self.global_step, cfg, eng.world_size, self.total_steps)
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr
@@ -180,13 +227,17 @@ class Trainer:
             self.global_step += 1
             self.step_in_epoch += 1
             window.append(torch.stack([loss.detach(), seg_l.detach(), ex_l.detach()]).float())
-            images_seen += images.shape[0]
+            tally.images += images.shape[0]
             last = self.step_in_epoch == self.steps_per_epoch
             stop = bool(cfg.max_steps) and self.global_step >= cfg.max_steps
-            if self.global_step % cfg.log_every == 0 or last or stop:
+            signalled = self.preemption.end_step(eng)  # every rank, every step: one host-memory number
+            if stop:
+                signalled = None  # the run ends here anyway, with its test
+            if self.global_step % cfg.log_every == 0 or last or stop or signalled is not None:
                 rows = self._read_window(window)  # every rank: each checks its own losses
                 for row in rows:  # step by step, in float64: the sums do not depend on the windows
-                    loss_sum += torch.tensor([row[0], 1.0], dtype=torch.float64)
+                    tally.loss_sum += row[0]
+                    tally.steps += 1.0
                 if self.primary:
                     dt, n = time.perf_counter() - win_t, len(rows)
                     mean = [sum(row[j] for row in rows) / n for j in range(3)]
@@ -196,18 +247,35 @@ class Trainer:
                               images_per_s=n * global_batch(cfg.batch_size, eng.world_size) / max(dt, 1e-9),
                               step_time_s=dt / n)
                 window, win_t = [], time.perf_counter()
+            if self.progress is not None:
+                self.progress.mark(self.global_step)
             timer.end_step(self.global_step)
-            if stop:
+            if stop or signalled is not None:
                 timer.flush()
-                return False
+                tally.seconds = time.perf_counter() - epoch_t
+                self.signalled = signalled
+                return STOPPED if stop else PREEMPTED
         timer.flush()
         with timer.pause():  # a collective between epochs: not step time
-            total = eng.allreduce_sum(loss_sum.to(dev)).cpu()
+            sums = torch.tensor([tally.loss_sum, tally.steps], dtype=torch.float64)
+            total = eng.allreduce_sum(sums.to(dev)).cpu()
         dt = time.perf_counter() - epoch_t
         self.epoch_summary: dict[str, Any] = {"train_loss": float(total[0] / max(1.0, float(total[1]))),
                               "duration_s": round(dt, 3),
-                              "images_per_s": images_seen * eng.world_size / max(dt, 1e-9)}
-        return True
+                              "images_per_s": tally.images * eng.world_size / max(dt, 1e-9)}
+        return EPOCH_DONE
+
+    def _inject_fault(self) -> None:
+        """The test-only fault (``LANENB_FAULT_*``): raise, or with ``LANENB_FAULT_SIGNAL`` send
+        this rank a SIGTERM once, when exactly ``LANENB_FAULT_STEP`` steps are done (so a run
+        resumed past that step is not preempted again)."""
+        step = self.fault_step
+        if not self.fault_signal:
+            raise RuntimeError(f"injected fault on rank {self.rank} at step {self.global_step} "
+                               f"({FAULT_RANK_VAR}/{FAULT_STEP_VAR})")
+        self.fault_step = None
+        if self.global_step == step:
+            self.preemption.request()
 
     def _read_window(self, window: list[torch.Tensor]) -> list[list[float]]:
         """The window's (loss, seg loss, exist loss) per step on the host: the one sync per window.
@@ -246,7 +314,7 @@ class Trainer:
         if improved:
             self.best = {"epoch": self.epoch, "step": self.global_step, **summary,
                          **{k: metric[k] for k in ("accuracy", "fp", "fn") if k in metric}}
-        self.epoch, self.step_in_epoch = self.epoch + 1, 0
+        self.epoch, self.step_in_epoch, self.tally = self.epoch + 1, 0, EpochTally()
         self._save(best=improved)
 
     def _start(self) -> None:
@@ -263,10 +331,19 @@ class Trainer:
                   resumed_from=self.resumed_from)
         if self.monitor is not None:
             self.monitor.start()
-        if self.primary and not cfg.resume:
-            write_json(self.run_dir / "config.json", {
-                **cfg.to_dict(), "world_size": eng.world_size, "engine": eng.name,
-                "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps})
+        if not self.primary:
+            return
+        point = self.resume_point
+        if point is not None:  # counted, with the steps this interruption cost (attempts.py)
+            self.emit("resumed", **record_resume(self.run_dir, step=point.global_step, epoch=point.epoch,
+                                                 preempted=point.preempted, automatic=point.automatic))
+            return
+        forget_resumes(self.run_dir)
+        if self.progress is not None:
+            self.progress.mark(0)  # a reused run dir: an earlier run's mark is not this run's progress
+        write_json(self.run_dir / "config.json", {
+            **cfg.to_dict(), "world_size": eng.world_size, "engine": eng.name,
+            "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps})
 
     def fit(self) -> dict[str, Any] | None:
         """Train to ``--epochs`` (or ``--max-steps``), then score the test set; returns the last
@@ -276,23 +353,51 @@ class Trainer:
         self._start()
         self.model.train()
         completed = True
+        outcome = EPOCH_DONE
         while self.epoch < cfg.epochs:
-            if self.step_in_epoch >= self.steps_per_epoch:  # resumed exactly at an epoch end
+            if self.step_in_epoch >= self.steps_per_epoch and self.pending_tally is None:
+                # an older checkpoint at an epoch's last step: without its sums the epoch's end
+                # cannot be reported as it was; go on with the next epoch
                 self.epoch, self.step_in_epoch = self.epoch + 1, 0
                 continue
             if cfg.max_steps and self.global_step >= cfg.max_steps:  # resumed at the limit already
                 completed = False
                 break
-            finished = self._train_epoch()
+            outcome = self._train_epoch()  # resumed at an epoch's last step: no step, the epoch's end
             with self.timer.pause():  # between epochs: its parts name themselves (validation, checkpoint)
+                if outcome == PREEMPTED:  # each rank's buffers as they are: averaged at epoch ends only
+                    self._save(best=False, preempted=True)
+                    break
                 sync_buffers(self.model, self.engine)
-                if not finished:
+                if outcome == STOPPED:
                     completed = False
                     self._save(best=False)
                     break
                 self._end_epoch()
+            # a SIGTERM during validation or the checkpoint: stop now, with 0 steps to take again
+            self.signalled = self.preemption.agree(self.engine)
+            if self.signalled is not None:
+                outcome = PREEMPTED
+                break
+        if outcome == PREEMPTED:
+            self._preempted()
+            return None
         self.status = "completed" if completed else "stopped"
         return self._finish()
+
+    def _preempted(self) -> None:
+        """The run stops for a SIGTERM after its checkpoint: rank 0 says where and how long it took."""
+        self.status = "preempted"
+        if not self.primary or self.signalled is None:
+            return
+        times = [t for t in self.signalled if t is not None]
+        names = [n for n in self.preemption.names if n]
+        self.emit("preempted", epoch=self.epoch, step=self.global_step, epoch_step=self.step_in_epoch,
+                  steps_per_epoch=self.steps_per_epoch, signal=names[0] if names else "SIGTERM",
+                  ranks=[r for r, t in enumerate(self.signalled) if t is not None],
+                  checkpoint_s=round(self.checkpoint_s, 3),
+                  since_signal_s=round(time.time() - min(times), 3) if times else None,
+                  path=str(last_checkpoint(self.run_dir)))
 
     def _test_best(self, last_test: dict[str, Any] | None) -> dict[str, Any] | None:
         """The test with ``best.pt`` too: the same numbers when the last epoch was the best."""

@@ -2,8 +2,14 @@
 
 A checkpoint (``lanenb_trainer.checkpoint`` reads and writes the file) holds the model,
 optimizer and AMP scaler, the loop's position (epoch, steps into it, global step: the LR
-schedule is a function of it), the best metrics so far, and every rank's RNG state, because
-the dropout masks of the steps after a resume must be the ones an uninterrupted run draws.
+schedule is a function of it), the best metrics so far, every rank's RNG state, because
+the dropout masks of the steps after a resume must be the ones an uninterrupted run draws,
+and every rank's sums over the epoch so far (``EpochTally``), so an epoch finished after a
+mid-epoch resume reports the train loss an uninterrupted one does.
+
+Which checkpoint a run continues from is :func:`resume_state`: ``last.pt`` with ``--resume``,
+and without it when ``last.pt`` was written under this run's ``--run-id`` (a launcher starting
+the same run again: the local supervisor's ``--max-restarts``, the MPI Operator's retries).
 """
 
 from __future__ import annotations
@@ -19,12 +25,33 @@ from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.engines import Engine
 
-__all__ = ["RngState", "ResumePoint", "read_resume_point", "load_training_state", "save_checkpoint",
-           "last_checkpoint"]
+__all__ = ["RngState", "EpochTally", "ResumePoint", "resume_state", "read_resume_point", "load_training_state",
+           "save_checkpoint", "last_checkpoint"]
 
 
 def last_checkpoint(run_dir: Path) -> Path:
     return run_dir / "checkpoints" / "last.pt"
+
+
+@dataclass
+class EpochTally:
+    """One rank's sums over the steps of the current epoch: the ``epoch`` event's train loss
+    (float64, step by step, as the loop adds), images and seconds so far."""
+
+    loss_sum: float = 0.0
+    steps: float = 0.0
+    images: int = 0
+    seconds: float = 0.0
+
+    def to_list(self) -> list[float]:
+        return [self.loss_sum, self.steps, float(self.images), self.seconds]
+
+    @classmethod
+    def from_list(cls, values: Any) -> EpochTally | None:
+        """None for anything but the four numbers :meth:`to_list` wrote (an older checkpoint)."""
+        if not isinstance(values, (list, tuple)) or len(values) != 4:
+            return None
+        return cls(float(values[0]), float(values[1]), int(values[2]), float(values[3]))
 
 
 @dataclass
@@ -51,20 +78,50 @@ class ResumePoint:
     lr: float
     rng: RngState | None  # this rank's; None when the world size changed or none was saved
     state: dict[str, Any]
+    tally: EpochTally | None = None  # this rank's sums over the epoch so far (None: not saved)
+    buffers: dict[str, torch.Tensor] | None = None  # this rank's own buffers (preemption checkpoints)
+    preempted: bool = False  # written when a SIGTERM stopped the run (training/preempt.py)
+    automatic: bool = False  # taken without --resume: the run's own checkpoint (its --run-id)
 
     def describe(self) -> dict[str, Any]:
         """The ``start`` event's ``resumed_from``."""
         return {"epoch": self.epoch, "step": self.global_step, "lr": self.lr}
 
 
-def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size: int) -> ResumePoint:
-    """``run_dir/checkpoints/last.pt``, checked against this run's config.
+def resume_state(cfg: TrainConfig, run_dir: Path) -> tuple[dict[str, Any], bool] | None:
+    """The checkpoint this run continues from, and whether it was chosen without ``--resume``.
+
+    With ``--resume``: ``last.pt``, whatever run wrote it. Without: ``last.pt`` when its config
+    carries this run's ``--run-id``, so a launcher that starts the same run again (a retry
+    after a preemption or a killed rank) continues instead of overwriting its checkpoints,
+    while a new run in a reused run dir (another id, or none) starts from step 0 as before.
+
+    Raises:
+        CheckpointError: ``last.pt`` cannot be loaded. FileNotFoundError: ``--resume`` and no
+            ``last.pt`` (``parse_config`` checks it first).
+    """
+    path = last_checkpoint(run_dir)
+    if cfg.resume:
+        return ckpt.load(path), False
+    if not cfg.run_id or not path.is_file():
+        return None
+    state = ckpt.load(path)
+    if (state.get("config") or {}).get("run_id") != cfg.run_id:
+        return None
+    return state, True
+
+
+def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size: int,
+                      state: dict[str, Any] | None = None, automatic: bool = False) -> ResumePoint:
+    """``run_dir/checkpoints/last.pt`` (or ``state``, already loaded), checked against this
+    run's config.
 
     Raises:
         ValueError: the checkpoint was written with another world size, batch size, seed,
             split or backbone (resuming would not be exact). CheckpointError: not loadable.
     """
-    state = ckpt.load(last_checkpoint(run_dir))
+    if state is None:
+        state = ckpt.load(last_checkpoint(run_dir))
     ckpt.check_compatible(state, batch_size=cfg.batch_size, world_size=world_size,
                           backbone=cfg.backbone, seed=cfg.seed, val_fraction=cfg.val_fraction,
                           use_val=cfg.use_val)
@@ -73,9 +130,14 @@ def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size:
     if len(saved) == world_size:
         mine = saved[rank]  # {"cpu", "cuda"}; older checkpoints: the CPU state alone
         rng = (RngState(mine["cpu"], mine.get("cuda")) if isinstance(mine, dict) else RngState(mine))
+    tallies = state.get("epoch_tallies") or []
+    tally = EpochTally.from_list(tallies[rank]) if len(tallies) == world_size else None
+    rank_buffers = state.get("rank_buffers") or []
+    buffers = rank_buffers[rank] if len(rank_buffers) == world_size else None
     return ResumePoint(epoch=state["epoch"], step_in_epoch=state["step_in_epoch"],
                        global_step=state["global_step"], best=state["best"], lr=state["lr"],
-                       rng=rng, state=state)
+                       rng=rng, state=state, tally=tally, preempted=bool(state.get("preempted")),
+                       automatic=automatic, buffers=buffers)
 
 
 def load_training_state(point: ResumePoint, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
@@ -83,7 +145,13 @@ def load_training_state(point: ResumePoint, model: torch.nn.Module, optimizer: t
     """Model, optimizer and scaler state from the checkpoint. Call it after the engine placed
     the model (a GPU): the optimizer state follows the parameters' device on load; loaded
     before, a 1-rank CUDA run stepped with CPU momentum buffers."""
-    ckpt.unwrap(model).load_state_dict(point.state["model"])
+    bare = ckpt.unwrap(model)
+    bare.load_state_dict(point.state["model"])
+    if point.buffers:  # this rank's running statistics, as they were when it was preempted
+        with torch.no_grad():
+            for name, buf in bare.named_buffers():
+                if name in point.buffers:
+                    buf.copy_(point.buffers[name])
     optimizer.load_state_dict(point.state["optimizer"])
     if scaler is not None and point.state.get("scaler"):
         scaler.load_state_dict(point.state["scaler"])
@@ -93,16 +161,23 @@ def save_checkpoint(*, engine: Engine, run_dir: Path, cfg: TrainConfig, model_ar
                     model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     scaler: torch.amp.GradScaler | None, epoch: int, step_in_epoch: int, global_step: int,
                     lr: float, best: dict[str, Any] | None, is_best: bool,
-                    emit: Callable[..., None]) -> None:
+                    emit: Callable[..., None], tally: EpochTally | None = None,
+                    preempted: bool = False) -> None:
     """Write ``last.pt`` (and ``best.pt`` when ``is_best``) on rank 0, with a ``checkpoint`` event
-    each. A collective: every rank sends its RNG state, so every rank must call it."""
+    each. A collective: every rank sends its RNG state and its ``tally`` of the epoch so far,
+    so every rank must call it. ``preempted``: a SIGTERM stopped the run here, between two
+    buffer averages (``replicas.sync_buffers``, at epoch ends), so every rank's own buffers
+    (BatchNorm's running statistics) are saved too and each rank gets its own back."""
     device = engine.device
     cuda_rng = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
-    rng_states = engine.gather_objects({"cpu": torch.get_rng_state(), "cuda": cuda_rng})
+    buffers = ({name: b.detach().cpu() for name, b in ckpt.unwrap(model).named_buffers()} if preempted else None)
+    mine = ({"cpu": torch.get_rng_state(), "cuda": cuda_rng}, (tally or EpochTally()).to_list(), buffers)
+    gathered = engine.gather_objects(mine)
     if not engine.is_primary:
         return
     state = ckpt.make_state(
-        rng_states=rng_states,
+        rng_states=[g[0] for g in gathered], epoch_tallies=[g[1] for g in gathered], preempted=preempted,
+        rank_buffers=[g[2] for g in gathered] if preempted else None,
         model=model, optimizer=optimizer, scaler=scaler, epoch=epoch,
         step_in_epoch=step_in_epoch, global_step=global_step, lr=lr,
         best=best, config=cfg.to_dict(), world_size=engine.world_size, model_args=model_args)
