@@ -47,6 +47,7 @@ def test_manifests_parse_and_pin_versions():
     assert any("snapshot-controller" in r for r in snapshots["resources"])
     kinds = sorted(d["kind"] for d in load("rbac-submitter.yaml") + load("rbac-trainer.yaml"))
     assert kinds == ["Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"]
+    assert sorted(d["kind"] for d in load("rbac-team-viewer.yaml")) == ["ClusterRole", "ClusterRoleBinding"]
     assert "kubectl apply --server-side -k deploy/mpi-operator" in (DEPLOY / "README.md").read_text()
 
 
@@ -81,3 +82,51 @@ def test_submitter_role_covers_every_request_of_a_job_lifecycle(cluster, backend
     assert {("kubeflow.org", "mpijobs", v) for v in ("create", "get", "list", "watch", "patch", "delete")} <= needed
     missing = [p for p in needed if not rules_allow(rules, *p)]
     assert missing == []
+
+
+def any_scope_permission(method: str, path_qs: str) -> tuple[str, str, str] | None:
+    """``request_to_permission`` for namespaced and cluster-wide paths (``/api/v1/nodes``,
+    ``/apis/kubeflow.org/v2beta1/mpijobs``: the team view reads across namespaces)."""
+    found = request_to_permission(method, path_qs)
+    if found is not None:
+        return found
+    url = urlsplit(path_qs)
+    m = re.match(r"^/(?:api/v1|apis/([^/]+)/[^/]+)/([^/]+)(?:/([^/]+))?$", url.path)
+    if not m or m.group(2) == "namespaces":
+        return None
+    verb = "watch" if parse_qs(url.query).get("watch") == ["true"] else ("get" if m.group(3) else "list")
+    return (m.group(1) or "", m.group(2), verb) if method == "GET" else (m.group(1) or "", m.group(2), method)
+
+
+def test_team_viewer_role_covers_every_request_of_the_team_view(tmp_path):
+    """Everything ``%lanejobs --team`` asks the API server while it lists and watches the team's
+    cluster is granted by deploy/rbac-team-viewer.yaml, and it grants nothing but reads."""
+    from k8s_harness import start_emulator
+    from kube_emulator import QUOTAS
+    from team_scenario import LEAD, build_team, kubeconfig_for
+
+    from lanenb.kube.client import load_clients
+    from lanenb.team import close_shared
+    from lanenb.team.collector import TeamCollector
+
+    thread = start_emulator()
+    thread.emulator.install(QUOTAS)
+    thread.start()
+    try:
+        build_team(thread)
+        thread.emulator.served.clear()
+        clients = load_clients(kubeconfig=str(kubeconfig_for(thread, tmp_path, LEAD)))
+        collector = TeamCollector(clients, None, user=LEAD).start(watch=True)
+        try:
+            assert collector.view().to_dict()["jobs"]
+        finally:
+            collector.close()
+    finally:
+        close_shared()
+        thread.stop()
+    rules = next(d for d in load("rbac-team-viewer.yaml") if d["kind"] == "ClusterRole")["rules"]
+    needed = {p for p in (any_scope_permission(m, q) for m, q in thread.emulator.served) if p}
+    needed.discard(("authorization.k8s.io", "selfsubjectaccessreviews", "POST"))  # system:basic-user's
+    assert ("kubeflow.org", "mpijobs", "list") in needed and ("", "nodes", "list") in needed
+    assert [p for p in needed if not rules_allow(rules, *p)] == []
+    assert {v for r in rules for v in r["verbs"]} <= {"get", "list", "watch"}
