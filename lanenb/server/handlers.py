@@ -66,7 +66,9 @@ def _http_status(exc: UserError) -> int:
         return 404
     if isinstance(exc, TargetExistsError):
         return 409
-    if isinstance(exc, PermissionError):  # RBAC refused (lanenb.team.TeamPermissionError)
+    from lanenb.team import TeamPermissionError
+
+    if isinstance(exc, TeamPermissionError):  # RBAC refused; a hidden restore target stays a 400
         return 403
     return 400
 
