@@ -10,13 +10,12 @@ a folder of its own, since Playwright empties its output folder when it starts.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from finished_runs import record_finished_run
-from test_lab_extension import CHROMIUM, EXTENSION, _free_port, _jlpm
+from galata_run import run_spec
+from test_lab_extension import CHROMIUM, EXTENSION
 
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"),
@@ -30,18 +29,6 @@ def test_job_rows_show_the_whole_headline_and_verdict_at_the_default_width(tmp_p
     monkeypatch.setenv("LANENB_HOME", str(home))  # the registry record_finished_run writes to
     record_finished_run(home, "healthy-run", best=0.941, last=0.930)
     record_finished_run(home, "slow-loader-run", best=0.912, last=0.905, data_share=0.45, created=1001.0)
-    root = tmp_path / "root"
-    root.mkdir()
-    artifacts = Path(os.environ.get("LANENB_ARTIFACTS") or EXTENSION / "ui-tests" / "test-results") / "job-rows"
-    artifacts.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, LANENB_HOME=str(home), LANENB_UI_ROWS="healthy-run,slow-loader-run",
-               LANENB_UI_PORT=str(_free_port()), LANENB_ARTIFACTS=str(artifacts),
-               JUPYTERLAB_GALATA_ROOT_DIR=str(root), LANENB_CHROMIUM=CHROMIUM, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
-               CI="1")
-    result = subprocess.run([_jlpm(), "playwright", "test", "--config", "ui-tests/playwright.config.js",
-                             "job_rows.spec.ts"], cwd=EXTENSION, env=env, capture_output=True, text=True, timeout=300)
-    (artifacts / "playwright.log").write_text(result.stdout + result.stderr)
-    report = "\n".join(line for line in result.stdout.splitlines() if not line.startswith("[WebServer]"))
-    assert result.returncode == 0, report[-8000:]
-    assert "1 passed" in result.stdout, report[-8000:]  # ran, not skipped
+    artifacts = run_spec("job_rows.spec.ts", "job-rows", home, tmp_path / "root",
+                         LANENB_UI_ROWS="healthy-run,slow-loader-run")
     assert (artifacts / "job-rows.png").stat().st_size > 5_000

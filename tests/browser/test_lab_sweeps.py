@@ -10,13 +10,12 @@ a folder of its own, since Playwright empties its output folder when it starts.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from galata_run import run_spec
 from sweep_studies import Trial, record_sweep
-from test_lab_extension import CHROMIUM, EXTENSION, _free_port, _jlpm
+from test_lab_extension import CHROMIUM, EXTENSION
 
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"),
@@ -34,18 +33,6 @@ def test_a_sweep_opens_in_the_sidebar_with_its_trials_and_chart(tmp_path, monkey
     from lanenb.sweeps import attach
 
     why = attach("ui-sweep").trials()[1].why
-    root = tmp_path / "root"
-    root.mkdir()
-    artifacts = Path(os.environ.get("LANENB_ARTIFACTS") or EXTENSION / "ui-tests" / "test-results") / "sweeps"
-    artifacts.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, LANENB_HOME=str(home), LANENB_UI_SWEEP="ui-sweep", LANENB_UI_SWEEP_WHY=why or "",
-               LANENB_UI_PORT=str(_free_port()), LANENB_ARTIFACTS=str(artifacts),
-               JUPYTERLAB_GALATA_ROOT_DIR=str(root), LANENB_CHROMIUM=CHROMIUM, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
-               CI="1")
-    result = subprocess.run([_jlpm(), "playwright", "test", "--config", "ui-tests/playwright.config.js",
-                             "sweeps.spec.ts"], cwd=EXTENSION, env=env, capture_output=True, text=True, timeout=300)
-    (artifacts / "playwright.log").write_text(result.stdout + result.stderr)
-    report = "\n".join(line for line in result.stdout.splitlines() if not line.startswith("[WebServer]"))
-    assert result.returncode == 0, report[-8000:]
-    assert "1 passed" in result.stdout, report[-8000:]  # ran, not skipped
+    artifacts = run_spec("sweeps.spec.ts", "sweeps", home, tmp_path / "root", LANENB_UI_SWEEP="ui-sweep",
+                         LANENB_UI_SWEEP_WHY=why or "")
     assert (artifacts / "sweep-sidebar.png").stat().st_size > 10_000
