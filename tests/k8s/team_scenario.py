@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +165,25 @@ def kubeconfig_for(thread: EmulatorThread, tmp: Path, user: str, namespace: str 
 def enable_rbac(thread: EmulatorThread) -> None:
     thread.emulator.tokens = {f"token-{u}": u for u in RBAC}
     thread.emulator.rbac = RBAC
+
+
+@contextmanager
+def team_cluster(*, rbac: bool = True) -> Iterator[EmulatorThread]:
+    """The emulator serving :func:`build_team`'s cluster (RBAC on unless ``rbac=False``), and
+    afterwards the shared team collector closed and the emulator stopped."""
+    from k8s_harness import start_emulator
+
+    from lanenb.team import close_shared
+
+    thread = start_emulator()
+    thread.emulator.install(QUOTAS)
+    thread.start()
+    try:
+        build_team(thread)
+        if rbac:
+            enable_rbac(thread)
+        yield thread
+    finally:
+        close_shared()
+        thread.stop()
+

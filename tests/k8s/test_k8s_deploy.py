@@ -101,19 +101,12 @@ def any_scope_permission(method: str, path_qs: str) -> tuple[str, str, str] | No
 def test_team_viewer_role_covers_every_request_of_the_team_view(tmp_path):
     """Everything ``%lanejobs --team`` asks the API server while it lists and watches the team's
     cluster is granted by deploy/rbac-team-viewer.yaml, and it grants nothing but reads."""
-    from k8s_harness import start_emulator
-    from kube_emulator import QUOTAS
-    from team_scenario import LEAD, build_team, kubeconfig_for
+    from team_scenario import LEAD, kubeconfig_for, team_cluster
 
     from lanenb.kube.client import load_clients
-    from lanenb.team import close_shared
     from lanenb.team.collector import TeamCollector
 
-    thread = start_emulator()
-    thread.emulator.install(QUOTAS)
-    thread.start()
-    try:
-        build_team(thread)
+    with team_cluster(rbac=False) as thread:
         thread.emulator.served.clear()
         clients = load_clients(kubeconfig=str(kubeconfig_for(thread, tmp_path, LEAD)))
         collector = TeamCollector(clients, None, user=LEAD).start(watch=True)
@@ -121,9 +114,6 @@ def test_team_viewer_role_covers_every_request_of_the_team_view(tmp_path):
             assert collector.view().to_dict()["jobs"]
         finally:
             collector.close()
-    finally:
-        close_shared()
-        thread.stop()
     rules = next(d for d in load("rbac-team-viewer.yaml") if d["kind"] == "ClusterRole")["rules"]
     needed = {p for p in (any_scope_permission(m, q) for m, q in thread.emulator.served) if p}
     needed.discard(("authorization.k8s.io", "selfsubjectaccessreviews", "POST"))  # system:basic-user's

@@ -9,28 +9,21 @@ import re
 import time
 
 import pytest
-from k8s_harness import start_emulator
-from kube_emulator import MPIJOBS, QUOTAS
-from team_scenario import ALICE, LEAD, VIEWER, build_team, enable_rbac, kubeconfig_for, mpijob
+from kube_emulator import MPIJOBS
+from team_scenario import ALICE, LEAD, VIEWER, kubeconfig_for, mpijob, team_cluster
 
 from lanenb.cli import main
 from lanenb.kube.client import load_clients
 from lanenb.kube.identity import submitter, user_label_value
-from lanenb.team import TeamConfirmationError, TeamPermissionError, close_shared, stop_team_job
+from lanenb.team import TeamConfirmationError, TeamPermissionError, stop_team_job
 from lanenb.team.collector import TeamCollector
 
 
 @pytest.fixture
 def team(tmp_path):
     """The emulator holding ``team_scenario.build_team``'s cluster, with RBAC on."""
-    thread = start_emulator()
-    thread.emulator.install(QUOTAS)
-    thread.start()
-    build_team(thread)
-    enable_rbac(thread)
-    yield thread, tmp_path
-    close_shared()
-    thread.stop()
+    with team_cluster() as thread:
+        yield thread, tmp_path
 
 
 def collect(team, user: str, namespaces=None, *, watch: bool = False) -> TeamCollector:

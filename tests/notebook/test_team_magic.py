@@ -6,25 +6,15 @@ from __future__ import annotations
 
 import pytest
 from IPython.core.error import UsageError
-from k8s_harness import start_emulator
-from kube_emulator import QUOTAS
-from team_scenario import LEAD, build_team, enable_rbac, kubeconfig_for
-
-from lanenb.team import close_shared
+from team_scenario import LEAD, kubeconfig_for, team_cluster
 
 
 @pytest.fixture
 def lead(tmp_path, monkeypatch):
-    thread = start_emulator()
-    thread.emulator.install(QUOTAS)
-    thread.start()
-    build_team(thread)
-    enable_rbac(thread)
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp_path, LEAD)))
-    monkeypatch.setenv("LANENB_USER", "bob")
-    yield thread
-    close_shared()
-    thread.stop()
+    with team_cluster() as thread:
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp_path, LEAD)))
+        monkeypatch.setenv("LANENB_USER", "bob")
+        yield thread
 
 
 def test_lanejobs_team_shows_every_users_jobs_capacity_and_quota(ip, lead, capsys):

@@ -16,25 +16,17 @@ from tornado.httpclient import HTTPClientError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
-from k8s_harness import REPO, start_emulator
-from kube_emulator import MPIJOBS, QUOTAS
-from team_scenario import ALICE, build_team, enable_rbac, kubeconfig_for
-
-from lanenb.team import close_shared
+from k8s_harness import REPO
+from kube_emulator import MPIJOBS
+from team_scenario import ALICE, kubeconfig_for, team_cluster
 
 
 @pytest.fixture
 def alice(tmp_path, monkeypatch):
-    thread = start_emulator()
-    thread.emulator.install(QUOTAS)
-    thread.start()
-    build_team(thread)
-    enable_rbac(thread)
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp_path, ALICE)))
-    monkeypatch.setenv("LANENB_USER", "alice")
-    yield thread
-    close_shared()
-    thread.stop()
+    with team_cluster() as thread:
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp_path, ALICE)))
+        monkeypatch.setenv("LANENB_USER", "alice")
+        yield thread
 
 
 def _interface(name: str) -> set[str]:
