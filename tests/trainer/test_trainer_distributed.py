@@ -110,12 +110,13 @@ def test_resume_continues_exactly(full_run, synth_root, tmp_path):
     assert end["param_checksum"] == reference["param_checksum"]  # same weights as never stopping
 
 
-def _preempted_then_resumed(engine, synth_root, tmp_path, fault_step):
+def _preempted_then_resumed(engine, synth_root, tmp_path, fault_step, fault="TERM"):
     """A SIGTERM to rank 1 once ``fault_step`` steps are done (the fault hook sends the real
-    signal), then the same command line again: the launcher's restart."""
+    signal; ``TERM-AT-EPOCH-END``: while that step's epoch is validated), then the same command
+    line again: the launcher's restart."""
     args = train_args(synth_root, tmp_path, engine=engine, run_id="lane-preempt", **RUN)
     code, first = run_ranks(2, args, extra_env={"LANENB_FAULT_RANK": "1", "LANENB_FAULT_STEP": str(fault_step),
-                                                "LANENB_FAULT_SIGNAL": "TERM"})
+                                                "LANENB_FAULT_SIGNAL": fault})
     assert code == exitcodes.PREEMPTED, dump(first)
     code, second = run_ranks(2, args)  # no --resume: the run dir holds this run's own checkpoint
     assert code == 0, dump(second)
@@ -153,6 +154,22 @@ def test_a_preemption_at_an_epochs_last_step_still_ends_that_epoch_once(full_run
     epochs = [(e["epoch"], e["train_loss"], e.get("val_accuracy")) for e in events_of(second, "epoch", rank=0)]
     # ... which the resumed run does first, with the whole epoch's train loss
     assert epochs == [(e["epoch"], e["train_loss"], e.get("val_accuracy")) for e in events_of(lines, "epoch", rank=0)]
+    reference, end = events_of(lines, "end", rank=0)[0], events_of(second, "end", rank=0)[0]
+    assert (end["param_checksum"], end["state_checksum"]) == (reference["param_checksum"], reference["state_checksum"])
+
+
+def test_a_preemption_during_validation_is_resumed_as_a_preemption_at_the_next_epoch(full_run, synth_root, tmp_path):
+    engine, _, lines = full_run
+    if engine != "ddp":
+        pytest.skip("the loop's epoch end is the same for both engines: one covers it")
+    first, second = _preempted_then_resumed(engine, synth_root, tmp_path, fault_step=4, fault="TERM-AT-EPOCH-END")
+    (preempted,) = events_of(first, "preempted")
+    assert (preempted["step"], preempted["epoch"], preempted["epoch_step"]) == (4, 1, 0)
+    assert len(events_of(first, "epoch", rank=0)) == 1  # the epoch was validated and reported ...
+    (resumed,) = events_of(second, "resumed")
+    # ... and its checkpoint says it was a preemption, with nothing to take again
+    assert (resumed["step"], resumed["steps_lost"], resumed["preempted"]) == (4, 0, True)
+    assert events_of(second, "step", rank=0)[0]["step"] == 5
     reference, end = events_of(lines, "end", rank=0)[0], events_of(second, "end", rank=0)[0]
     assert (end["param_checksum"], end["state_checksum"]) == (reference["param_checksum"], reference["state_checksum"])
 

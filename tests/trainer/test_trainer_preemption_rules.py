@@ -66,6 +66,13 @@ def test_restarts_count_the_steps_taken_again(tmp_path):
     mark.mark(40)  # preempted right at its checkpoint: nothing lost
     second = record_resume(tmp_path, step=40, epoch=3, preempted=True, automatic=True)
     assert (second["count"], second["steps_lost"], second["steps_lost_total"]) == (2, 0, 7)
+    assert second["preempted"]  # resumed from another checkpoint (none named: older runs)
+    mark.mark(43)  # a preemption at its checkpoint, resumed, then a rank killed 3 steps later
+    third = record_resume(tmp_path, step=40, epoch=3, preempted=True, automatic=True, checkpoint=1.5)
+    fourth = record_resume(tmp_path, step=40, epoch=3, preempted=True, automatic=True, checkpoint=1.5)
+    assert (third["preempted"], fourth["preempted"], fourth["steps_lost"]) == (True, False, 3)
+    fifth = record_resume(tmp_path, step=40, epoch=3, preempted=True, automatic=True, checkpoint=2.5)
+    assert fifth["preempted"]  # preempted again at once, before a step: a new checkpoint says so
     mark.close()
     forget_resumes(tmp_path)  # a run from step 0 in this run dir counts anew
     assert record_resume(tmp_path, step=40, epoch=3, preempted=True, automatic=False)["count"] == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, glob
         # every rank's sums over the epoch so far [loss, steps, images, seconds], in rank order
         "epoch_tallies": epoch_tallies,
         "preempted": preempted,  # written when a SIGTERM stopped the run at this step
+        "saved_at": time.time(),  # which checkpoint this is: a resume names it (training/attempts.py)
         # with ``preempted``: every rank's buffers {name: tensor} (they are averaged at epoch ends only)
         "rank_buffers": rank_buffers,
     }

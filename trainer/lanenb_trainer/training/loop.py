@@ -22,6 +22,7 @@ from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import TrainConfig, global_batch
 from lanenb_trainer.data.masks import NUM_SLOTS
 from lanenb_trainer.engines import Engine
+from lanenb_trainer.epochs import epoch_text
 from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import EventLog
 from lanenb_trainer.monitor import SystemMonitor
@@ -50,9 +51,11 @@ from lanenb_trainer.training.timing import make_step_timer
 __all__ = ["Trainer", "FAULT_RANK_VAR", "FAULT_STEP_VAR", "EPOCH_DONE", "STOPPED", "PREEMPTED"]
 
 # Test-only fault injection: the rank LANENB_FAULT_RANK raises at global step LANENB_FAULT_STEP
-# (with LANENB_FAULT_SIGNAL=TERM it sends itself a SIGTERM instead: preempt.py).
+# (with LANENB_FAULT_SIGNAL=TERM it sends itself a SIGTERM instead: preempt.py; with
+# TERM-AT-EPOCH-END it does so while the epoch ending at that step is validated).
 FAULT_RANK_VAR = "LANENB_FAULT_RANK"
 FAULT_STEP_VAR = "LANENB_FAULT_STEP"
+FAULT_AT_EPOCH_END = "TERM-AT-EPOCH-END"
 
 # how an epoch's steps ended (Trainer._train_epoch)
 EPOCH_DONE = "epoch done"
@@ -211,7 +214,8 @@ class Trainer:
             self._restore_rng()
         for batch in batches:
             timer.lap_data()
-            if self.fault_step is not None and self.global_step >= self.fault_step:
+            if (self.fault_step is not None and self.global_step >= self.fault_step
+                    and self.fault_signal != FAULT_AT_EPOCH_END):
                 self._inject_fault()
             self.preemption.begin_step(eng)  # is any rank being preempted? read when the step is done
             self.lr = lr_at(self.global_step, cfg, eng.world_size, self.total_steps)
@@ -300,6 +304,9 @@ class Trainer:
         best, and checkpoint the start of the next epoch (``best.pt`` shares the state)."""
         summary: dict[str, Any] = dict(self.epoch_summary)
         metric: dict[str, Any] = {}
+        if self.fault_signal == FAULT_AT_EPOCH_END and self.fault_step == self.global_step:
+            self.fault_step = None
+            self.preemption.request()  # the test-only SIGTERM during validation (LANENB_FAULT_*)
         if self.data.val is not None:
             with self.timer.pause("validation"):
                 metric = self.evaluator.validate(self.model, self.data.val)
@@ -336,7 +343,8 @@ class Trainer:
         point = self.resume_point
         if point is not None:  # counted, with the steps this interruption cost (attempts.py)
             self.emit("resumed", **record_resume(self.run_dir, step=point.global_step, epoch=point.epoch,
-                                                 preempted=point.preempted, automatic=point.automatic))
+                                                 preempted=point.preempted, automatic=point.automatic,
+                                                 checkpoint=point.saved_at))
             return
         forget_resumes(self.run_dir)
         if self.progress is not None:
@@ -378,6 +386,9 @@ class Trainer:
             self.signalled = self.preemption.agree(self.engine)
             if self.signalled is not None:
                 outcome = PREEMPTED
+                # the epoch's checkpoint is this step's: written again so that it says it was
+                # preempted (the resumed run reports a preemption, not a lost rank)
+                self._save(best=False, preempted=True)
                 break
         if outcome == PREEMPTED:
             self._preempted()
@@ -400,8 +411,9 @@ class Trainer:
                   path=str(last_checkpoint(self.run_dir)))
 
     def _test_best(self, last_test: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The test with ``best.pt`` too: the same numbers when the last epoch was the best."""
-        if self.data.test is None or self.best is None:
+        """The test with ``best.pt`` too: the same numbers when the last epoch was the best. Not
+        without validation: ``best.pt`` is then kept by train loss, not a validated best model."""
+        if self.data.test is None or self.best is None or self.data.val is None:
             return None
         if self.best.get("epoch") == self.epoch - 1 and self.status == "completed":
             return dict(last_test) if last_test is not None else None
@@ -417,9 +429,9 @@ class Trainer:
             chosen = test_best if test_best is not None else test
             headline = {k: (chosen or {}).get(k) for k in ("accuracy", "fp", "fn")}
             metrics = {**headline, "headline_model": "best.pt" if test_best is not None else "last model",
-                       "best_epoch": (self.best or {}).get("epoch"),
-                       "models": {"test": f"last model (after epoch {self.epoch - 1}, step {self.global_step})",
-                                  "test_best": (f"best.pt (epoch {(self.best or {}).get('epoch')})"
+                       "best_epoch": (self.best or {}).get("epoch") if self.data.val is not None else None,
+                       "models": {"test": f"last model (after {epoch_text(self.epoch - 1)}, step {self.global_step})",
+                                  "test_best": (f"best.pt ({epoch_text((self.best or {}).get('epoch'))})"
                                                 if test_best is not None else None)},
                        "status": self.status, "test": test, "test_best": test_best, "best": self.best,
                        "epochs": self.epoch,

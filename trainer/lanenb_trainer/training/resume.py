@@ -82,6 +82,7 @@ class ResumePoint:
     buffers: dict[str, torch.Tensor] | None = None  # this rank's own buffers (preemption checkpoints)
     preempted: bool = False  # written when a SIGTERM stopped the run (training/preempt.py)
     automatic: bool = False  # taken without --resume: the run's own checkpoint (its --run-id)
+    saved_at: float | None = None  # the checkpoint's write time: which one was resumed
 
     def describe(self) -> dict[str, Any]:
         """The ``start`` event's ``resumed_from``."""
@@ -137,7 +138,7 @@ def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size:
     return ResumePoint(epoch=state["epoch"], step_in_epoch=state["step_in_epoch"],
                        global_step=state["global_step"], best=state["best"], lr=state["lr"],
                        rng=rng, state=state, tally=tally, preempted=bool(state.get("preempted")),
-                       automatic=automatic, buffers=buffers)
+                       automatic=automatic, buffers=buffers, saved_at=state.get("saved_at"))
 
 
 def load_training_state(point: ResumePoint, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
