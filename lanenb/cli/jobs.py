@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from lanenb.cli import describe
 from lanenb.commands.trackers import add_mlflow_arguments
+from lanenb.errors import UserError
 
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
@@ -52,8 +53,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--events", action="store_true", help="only the parsed @lanenb events, as JSON lines")
     p.set_defaults(func=_logs)
 
-    p = sub.add_parser("cancel", help="stop every rank of a job")
-    p.add_argument("name")
+    p = sub.add_parser("cancel", help="stop every rank of a job (--team: a teammate's MPIJob, where RBAC allows)")
+    p.add_argument("name", help="a job of yours; with --team NAMESPACE/NAME of the team view")
+    p.add_argument("--team", action="store_true",
+                   help="delete the MPIJob NAMESPACE/NAME of the team view (anyone's), if RBAC allows it")
+    p.add_argument("--confirm", default=None, metavar="NAME",
+                   help="with --team: the job's name again (nothing is deleted without it)")
+    p.add_argument("--uid", default=None, help="with --team: only the job with this uid (the team view's JSON)")
+    p.add_argument("--context", default=None, help="with --team: the kubeconfig context (default: the current one)")
     p.set_defaults(func=_cancel)
 
     p = sub.add_parser("wait", help="block until a job ends; exit 0 only if it succeeded")
@@ -255,7 +262,26 @@ def _logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cancel_team(args: argparse.Namespace) -> int:
+    """``cancel --team NAMESPACE/NAME --confirm NAME``: ``lanenb.team.stop_team_job``."""
+    from lanenb.team import stop_team_job
+
+    namespace, _, name = args.name.partition("/")
+    if not name:
+        raise UserError(f"cancel --team {args.name!r}: give the team view's NAMESPACE/NAME (e.g. team-b/lane-run)")
+    if args.confirm is None:
+        raise UserError(f"cancel --team {args.name}: add --confirm {name} (a teammate's job is deleted only when "
+                         "its name is repeated)")
+    stop_team_job(namespace, name, args.confirm, uid=args.uid, context=args.context)
+    print(f"{namespace}/{name}: deleted (its pods stop first)")
+    return 0
+
+
 def _cancel(args: argparse.Namespace) -> int:
+    if args.team:
+        return _cancel_team(args)
+    if args.confirm is not None or args.uid is not None:
+        raise UserError("--confirm and --uid go with --team (a teammate's job); your own jobs need neither")
     job = _get(args.name)
     if job is None:
         return 2

@@ -10,6 +10,7 @@ repeats its name.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from collections.abc import Sequence
@@ -19,15 +20,17 @@ from kubernetes.client.exceptions import ApiException
 
 from lanenb.errors import UserError
 from lanenb.kube.access import can_i
-from lanenb.kube.client import MPIJOB_GROUP, MPIJOB_PLURAL, Clients, KubernetesAPIError
+from lanenb.kube.client import MPIJOB_GROUP, MPIJOB_PLURAL, Clients, KubernetesAPIError, KubernetesError
 from lanenb.kube.names import check_label
+from lanenb.team.azureml import WorkspaceJobs
 from lanenb.team.collector import IDLE_S, TeamCollector
-from lanenb.team.view import TeamView
+from lanenb.team.view import TeamView, Unreadable
 
-__all__ = ["TeamView", "TeamCollector", "team_view", "shared_collector", "stop_team_job", "TeamPermissionError",
-           "TeamConfirmationError", "close_shared", "IDLE_S"]
+__all__ = ["TeamView", "TeamCollector", "WorkspaceJobs", "team_view", "shared_collector", "stop_team_job",
+           "TeamPermissionError", "TeamConfirmationError", "close_shared", "IDLE_S"]
 
 _SHARED: dict[tuple[str | None, str | None, tuple[str, ...]], TeamCollector] = {}
+_WORKSPACES: dict[Any, WorkspaceJobs] = {}  # one reader per AzureML workspace, per process
 _LOCK = threading.Lock()
 
 
@@ -65,16 +68,11 @@ def close_shared() -> None:
         for collector in _SHARED.values():
             collector.close()
         _SHARED.clear()
+        _WORKSPACES.clear()
 
 
-def team_view(*, context: str | None = None, kubeconfig: str | None = None, namespaces: Sequence[str] | None = None,
-              watch: bool = True) -> TeamView:
-    """The team view. ``watch``: from the shared, watching collector (cheap to ask again); else
-    one list of each resource and one progress pass, then nothing left running (the CLI).
-
-    Raises:
-        KubernetesError: no kubeconfig, or the cluster cannot be reached.
-    """
+def _cluster_view(context: str | None, kubeconfig: str | None, namespaces: Sequence[str] | None,
+                  watch: bool) -> TeamView:
     if watch:
         return shared_collector(context=context, kubeconfig=kubeconfig, namespaces=namespaces).view()
     collector = TeamCollector(_clients(context, kubeconfig), namespaces).start(watch=False)
@@ -82,6 +80,67 @@ def team_view(*, context: str | None = None, kubeconfig: str | None = None, name
         return collector.view()
     finally:
         collector.close()
+
+
+def _workspace_jobs(azureml: WorkspaceJobs | bool | None) -> WorkspaceJobs | None:
+    """The AzureML part: given, or (None) the configured workspace's shared reader, if any."""
+    if azureml is False:
+        return None
+    if isinstance(azureml, WorkspaceJobs):
+        return azureml
+    from lanenb.team.azureml import configured_workspace
+
+    ref = configured_workspace()
+    if ref is None or importlib.util.find_spec("azure.ai.ml") is None:
+        if azureml is True:
+            raise UserError("no AzureML workspace is configured for the team view: set AZURE_SUBSCRIPTION_ID, "
+                            "AZURE_RESOURCE_GROUP and AZUREML_WORKSPACE_NAME, or put the studio's config.json "
+                            "in this folder (and pip install 'lanenb[azureml]')")
+        return None
+    with _LOCK:
+        found = _WORKSPACES.get(ref)
+        if found is None:
+            found = _WORKSPACES[ref] = WorkspaceJobs(ref)
+        return found
+
+
+def _registry_names() -> set[str]:
+    """This user's AzureML jobs (their rows say "(you)")."""
+    from lanenb.registry.jobs import JobRegistry
+
+    try:
+        return {str((r.handle or {}).get("name") or r.name) for r in JobRegistry().list() if r.backend == "azureml"}
+    except UserError:
+        return set()
+
+
+def team_view(*, context: str | None = None, kubeconfig: str | None = None, namespaces: Sequence[str] | None = None,
+              watch: bool = True, azureml: WorkspaceJobs | bool | None = None) -> TeamView:
+    """The team view: the cluster's lanenb MPIJobs and, where a workspace is configured, the
+    lanenb jobs of the AzureML workspace. ``watch``: from the shared, watching collector (cheap
+    to ask again); else one list of each resource and one progress pass, then nothing left
+    running (the CLI). ``azureml``: None picks the workspace the environment or a config.json
+    names (none: no AzureML part); False leaves it out; a ``WorkspaceJobs`` reads that one.
+
+    Raises:
+        KubernetesError: no kubeconfig, or the cluster cannot be reached, and no AzureML
+            workspace to show instead (with one, the view says the cluster could not be read).
+        UserError: ``azureml=True`` and no workspace is configured.
+    """
+    workspace = _workspace_jobs(azureml)
+    try:
+        view = _cluster_view(context, kubeconfig, namespaces, watch)
+    except KubernetesError as exc:
+        if workspace is None:
+            raise
+        view = TeamView(user="?", scope="namespaces", namespaces=[], jobs=[], nodes=[], quotas=[],
+                        unreadable=[Unreadable("MPIJobs", None, "no Kubernetes jobs are listed", str(exc), code=0)])
+    if workspace is not None:
+        rows, unreadable = workspace.read(mine=_registry_names())
+        view.jobs = [*view.jobs, *rows]
+        view.unreadable = [*view.unreadable, *unreadable]
+        view.workspaces = [*view.workspaces, workspace.ref.workspace]
+    return view
 
 
 def stop_team_job(namespace: str, name: str, confirm: Any, *, uid: str | None = None, context: str | None = None,

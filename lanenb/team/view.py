@@ -24,17 +24,20 @@ COLUMNS = ("name", "user", "namespace", "size", "status", "run time", "progress"
 
 @dataclass(frozen=True)
 class Unreadable:
-    """Something RBAC kept from us: ``what`` ("pods", "nodes", "pod logs"), ``namespace`` (None:
-    cluster-wide), ``means`` (what the view lacks for it), ``message`` (the API server's words)."""
+    """Something RBAC kept from us: ``what`` ("pods", "nodes", "pod logs", "AzureML jobs"),
+    ``namespace`` (None: cluster-wide; ``azureml:WORKSPACE``), ``means`` (what the view lacks for
+    it), ``message`` (the server's words)."""
 
     what: str
     namespace: str | None
     means: str
     message: str
+    code: int = 403  # the HTTP status; 0: not reachable at all
 
     def text(self) -> str:
         where = f" in {self.namespace}" if self.namespace else " across the cluster"
-        return f"cannot read {self.what}{where} (403): {self.means}"
+        why = str(self.code) if self.code else "not reachable"
+        return f"cannot read {self.what}{where} ({why}): {self.means}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"what": self.what, "namespace": self.namespace, "means": self.means, "message": self.message,
@@ -53,6 +56,7 @@ class TeamView:
     quotas: list[QuotaUse]
     unreadable: list[Unreadable] = field(default_factory=list)
     partial_nodes: bool = False  # allocated GPUs count only the pods we may read
+    workspaces: list[str] = field(default_factory=list)  # AzureML workspaces whose jobs are rows too
     now: float = field(default_factory=time.time)
 
     @property
@@ -92,8 +96,9 @@ class TeamView:
 
     def table(self) -> Table:
         where = "all namespaces" if self.scope == "cluster" else ", ".join(self.namespaces) or "no namespace"
+        where = ", ".join([where, *(f"AzureML workspace {w}" for w in self.workspaces)])
         return Table(list(COLUMNS), [self.row(j) for j in self.jobs], title=f"lanenb jobs of the team ({where})",
-                     note="\n".join(self.notes()), empty="no lanenb MPIJobs in " + where)
+                     note="\n".join(self.notes()), empty="no lanenb jobs in " + where)
 
     def text(self) -> str:
         table = self.table()

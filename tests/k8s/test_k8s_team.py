@@ -139,6 +139,23 @@ def test_cli_jobs_list_team_prints_the_table_and_json(team, monkeypatch, capsys)
     assert main(["jobs", "list", "--namespace", "team-b"]) == 2
 
 
+def test_cli_cancel_team_deletes_a_teammates_job_only_where_rbac_allows_and_when_confirmed(team, monkeypatch, capsys):
+    thread, tmp = team
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp, ALICE)))
+    assert main(["jobs", "cancel", "--team", "team-b/b-run", "--confirm", "b-run"]) == 2
+    assert "may not delete MPIJobs in namespace 'team-b'" in capsys.readouterr().err
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp, LEAD)))
+    assert main(["jobs", "cancel", "--team", "team-b/b-run"]) == 2
+    assert "add --confirm b-run" in capsys.readouterr().err
+    assert main(["jobs", "cancel", "--team", "b-run", "--confirm", "b-run"]) == 2
+    assert "'b-run': give the team view's NAMESPACE/NAME" in capsys.readouterr().err
+    assert main(["jobs", "cancel", "b-run", "--confirm", "b-run"]) == 2  # one's own jobs need no --confirm
+    assert thread.call(thread.emulator.get, MPIJOBS, "team-b", "b-run") is not None
+    assert main(["jobs", "cancel", "--team", "team-b/b-run", "--confirm", "b-run"]) == 0
+    assert "team-b/b-run: deleted" in capsys.readouterr().out
+    assert thread.call(thread.emulator.get, MPIJOBS, "team-b", "b-run") is None
+
+
 def test_submit_labels_the_job_with_the_submitters_name_as_a_valid_label(team, monkeypatch):
     from lanenb.backends.kubernetes.backend import KubernetesBackend
     from lanenb.contract.spec import TrainSpec

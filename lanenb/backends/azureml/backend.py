@@ -22,6 +22,7 @@ from lanenb.backends.azureml.command_job import (
     refuse_literal_secrets,
     render,
 )
+from lanenb.backends.azureml.compute import compute_shape
 from lanenb.backends.azureml.rank_logs import decode_cursor, encode_cursor, new_lines, rank_files
 from lanenb.backends.azureml.status import STATES, azureml_status, missing_status
 from lanenb.backends.azureml.workspace import AzureMLError, WorkspaceRef, ml_client, resolve_workspace
@@ -249,25 +250,14 @@ class AzureMLBackend(Backend):
         from azure.core.exceptions import AzureError
 
         ref = resolve_workspace(spec.azureml)
-        client = self.client(ref)
         name = spec.azureml.compute
         try:
-            compute = client.compute.get(name)
-            sizes = client.compute.list_sizes(location=compute.location, compute_type="AmlCompute")
+            shape = compute_shape(self.client(ref), name)
         except AzureError as exc:
             raise _explain(exc, f"reading compute cluster {name}") from exc
-        size = str(getattr(compute, "size", "") or "")
-        nodes = int(getattr(compute, "max_instances", 0) or 0)
-        vm = next((s for s in sizes if str(s.name).lower() == size.lower()), None)
-        if vm is None or nodes == 0:
-            raise AzureMLError(f"compute {name!r} (VM size {size or '?'}, {nodes} node(s) at most): its size is "
-                               f"not among the VM sizes of {compute.location}")
-        gpus = int(getattr(vm, "gpus", 0) or 0)
-        if gpus == 0:
-            # the SDK's VmSize keeps the REST key (vCPUs) in newer releases, v_cp_us in older ones
-            vcpus = int(getattr(vm, "v_cp_us", None) or getattr(vm, "vCPUs", None) or 1)
-            return {"processes": nodes * vcpus, "gpus": 0, "gpus_per_process": 0}
-        return {"processes": nodes * gpus, "gpus": nodes * gpus, "gpus_per_process": gpus}
+        if shape.gpus == 0:
+            return {"processes": shape.nodes * shape.vcpus, "gpus": 0, "gpus_per_process": 0}
+        return {"processes": shape.nodes * shape.gpus, "gpus": shape.nodes * shape.gpus, "gpus_per_process": shape.gpus}
 
     def datasets(self, spec: TrainSpec | None = None) -> list[str]:
         """The workspace's folder data assets, as ``--data`` takes them (``azureml:NAME@latest``);
