@@ -118,6 +118,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="the sampler's seed (both sweeps)")
     ap.add_argument("--cell-seconds", type=float, default=20)
     ap.add_argument("--skip-cell", action="store_true", help="leave out the cell-latency part")
+    ap.add_argument("--pruners", default="asha,none",
+                    help="the sweeps to run (comma-separated: asha, median, none); the comparison needs asha and none")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="lanenb-bench-sweep-"))
@@ -130,24 +132,28 @@ def main() -> int:
     print(f"{args.trials} trials x {args.processes} ranks, {args.epochs} epochs, {args.height}x{args.width}, "
           f"{args.frames} frames; space lr 1e-3..1e-1:log, warmup 0..40, batch 2,4,8; TPE seed {args.seed}")
 
-    runs = {p: run_sweep(args, data, f"bench-{p}", p) for p in ("asha", "none")}
+    pruners = [p.strip() for p in args.pruners.split(",") if p.strip()]
+    unknown = sorted(set(pruners) - {"asha", "median", "none"})
+    if unknown:
+        ap.error(f"--pruners {args.pruners!r}: {unknown[0]!r} is not asha, median or none")
+    runs = {p: run_sweep(args, data, f"bench-{p}", p) for p in pruners}
     for pruner, r in runs.items():
         best = r["best"] or {}
         print(f"{pruner:>5}: {r['state']} in {r['wall'] / 60:.1f} min, {r['epochs']} epochs trained, "
               f"{r['pruned']} pruned, {r['failed']} failed; best val acc {best.get('value', float('nan')):.4f} "
               f"(trial {best.get('number')}, {best.get('params')})")
-    a, n = runs["asha"], runs["none"]
-    if a["best"] and n["best"]:
+    a, n = runs.get("asha") or {}, runs.get("none") or {}
+    if a.get("best") and n.get("best"):
         saved = 1 - a["epochs"] / n["epochs"]
         print(f"ASHA vs none: best val acc {a['best']['value'] - n['best']['value']:+.4f} (goal within 0.01), "
               f"{saved * 100:.0f}% fewer epochs (goal >= 40%)")
-    gaps = a["gaps"] + n["gaps"]
+    gaps = [g for r in runs.values() for g in r["gaps"]]
     if gaps:
         print(f"driver overhead per trial (trial settled -> next job submitted): median "
               f"{statistics.median(gaps) * 1000:.0f} ms, max {max(gaps) * 1000:.0f} ms over {len(gaps)} "
               f"(goal < 1 s)")
     recipe = recipe_accuracy(args, data)
-    best_job = (a["best"] or {}).get("job")
+    best_job = (a.get("best") or {}).get("job")
     best_test = test_accuracy(best_job) if best_job else None
     print(f"test accuracy: best ASHA trial {best_job} {best_test}, quickstart recipe {recipe} (goal: at or above)")
     if not args.skip_cell:

@@ -41,6 +41,8 @@ export interface IVerdict {
   rank: number | null;
   host: string | null;
   value: number | null;
+  /** The advice as one setting a resume applies ("Apply: loader workers 6"); null otherwise. */
+  change: { setting: string; value: number } | null;
   line: string;
   /** ok / warn / error / muted (lanenb.charts.vocabulary): the CSS variable --lanenb-<severity>. */
   severity: 'ok' | 'active' | 'warn' | 'error' | 'muted';
@@ -60,7 +62,8 @@ export interface IFigure {
 
 /** The run's headline figure with its model label, the other test model beside it
  * (Headline.to_dict): `text` is the words every face shows, e.g.
- * "test acc 0.9380 (best.pt, epoch 6), 0.9480 (last, epoch 9)"; `cell` a table's words. */
+ * "test acc 0.9380 (best.pt, epoch 7), 0.9480 (last, epoch 10)"; `cell` a table's words. Its
+ * `epoch` is the 0-based index, its `label` counts from 1. */
 export interface IHeadline extends IFigure {
   text: string;
   cell: string;
@@ -85,7 +88,7 @@ export interface IJobSummary {
   eta_s: number | null;
   accuracy: number | null;
   accuracy_split: 'test' | 'val' | null;
-  /** Which model `accuracy` is for: "best.pt, epoch 6", "last, epoch 9", "val, epoch 3". */
+  /** Which model `accuracy` is for: "best.pt, epoch 7", "last, epoch 10", "epoch 3" (epochs from 1). */
   accuracy_label: string | null;
   headline: IHeadline | null;
   loss: number | null;
@@ -156,6 +159,10 @@ export interface IJobPanelState {
   state: string;
   step: number;
   total_steps: number | null;
+  /** The 0-based epoch index the events carry: shown from 1 (dom.ts epochText). */
+  epoch: number;
+  /** The run's --epochs (`epochs` is the per-epoch history in GET .../metrics). */
+  epochs_total: number | null;
   progress: number | null;
   eta_s: number | null;
   world_size: number | null;
@@ -176,7 +183,8 @@ export interface IUpdateBatch {
   state?: IJobPanelState;
 }
 
-/** POST lanenb/jobs/<name>/stop (lanenb.server.api.stop_job). */
+/** POST lanenb/jobs/<name>/stop, /suspend, /resume and /apply (lanenb.server.api.stop_job,
+ * suspend_job, resume_job, apply_change). */
 export interface IStopReply {
   name: string;
   status: IJobStatus;
@@ -377,6 +385,17 @@ export const api = {
     requestAPI<IStopReply>(`jobs/${enc(name)}/stop`, {
       method: 'POST',
       body: JSON.stringify({ confirm: name })
+    }),
+  suspend: (name: string) => requestAPI<IStopReply>(`jobs/${enc(name)}/suspend`, { method: 'POST', body: '{}' }),
+  resume: (name: string, changes: Record<string, number> = {}) =>
+    requestAPI<IStopReply>(`jobs/${enc(name)}/resume`, {
+      method: 'POST',
+      body: JSON.stringify({ changes })
+    }),
+  apply: (name: string, setting: string, value: number) =>
+    requestAPI<IStopReply>(`jobs/${enc(name)}/apply`, {
+      method: 'POST',
+      body: JSON.stringify({ setting, value })
     }),
   sweeps: () => requestAPI<{ sweeps: ISweepSummary[] }>('sweeps'),
   sweep: (name: string) => requestAPI<ISweepDetail>(`sweeps/${enc(name)}`),

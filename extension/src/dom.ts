@@ -48,6 +48,19 @@ export function formatDuration(seconds: number): string {
   return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
 }
 
+/** The 0-based epoch index of the events as people count it: "epoch 7", or "epoch 7/10" with the
+ *  run's epochs (an index past the last reads as the last); "epoch ?" when unknown. The twin of
+ *  lanenb_trainer.epochs.epoch_text: every epoch a person reads counts from 1, as the charts do. */
+export function epochText(epoch: number | null | undefined, epochs?: number | null): string {
+  const known = (n: number | null | undefined): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 0;
+  if (!known(epoch)) {
+    return known(epochs) && epochs > 0 ? `epoch ?/${epochs}` : 'epoch ?';
+  }
+  const total = known(epochs) && epochs > 0 ? epochs : null;
+  const index = total === null ? epoch : Math.min(epoch, total - 1);
+  return `epoch ${index + 1}` + (total === null ? '' : `/${total}`);
+}
+
 /** Seconds since the epoch as "just now", "5 min ago", "3 h ago", "2 days ago". */
 export function relativeTime(epochSeconds: number, now: number = Date.now() / 1000): string {
   const d = Math.max(0, now - epochSeconds);

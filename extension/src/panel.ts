@@ -8,7 +8,8 @@ import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import { api, IJobPanelState, IRankRow } from './api';
-import { el, formatDuration, stateChip } from './dom';
+import { el, epochText, formatDuration, stateChip } from './dom';
+import { pauseButtons } from './pause';
 import { confirmStop } from './sidebar';
 import { ChartGrid } from './vegacharts';
 
@@ -49,7 +50,8 @@ export class JobPanel extends Widget {
       }
     };
     const head = el('div', 'lanenb-panel-head');
-    head.append(this._chip, this._status, this._progress, this._eta, this._stop);
+    this._pause = el('span', 'lanenb-panel-pause');
+    head.append(this._chip, this._status, this._progress, this._eta, this._stop, this._pause);
     this._headline = el('div', 'lanenb-panel-headline');
     this._verdict = el('div', 'lanenb-verdict');
     this._grid = new ChartGrid();
@@ -157,8 +159,9 @@ export class JobPanel extends Widget {
     this._chip.textContent = state || '…';
     this._chip.dataset.state = state;
     const steps = run?.total_steps ? `step ${run.step}/${run.total_steps}` : run?.step ? `step ${run.step}` : '';
+    const epoch = run?.epochs_total ? epochText(run.epoch, run.epochs_total) : ''; // "epoch 8/8", as the notebook says
     const world = run?.world_size ? `${run.world_size} ranks` : '';
-    this._status.textContent = [this.jobName, world, steps].filter(Boolean).join(' · ');
+    this._status.textContent = [this.jobName, world, steps, epoch].filter(Boolean).join(' · ');
     this._status.dataset.state = state;
     this._progress.value = run?.progress ?? (this._final ? 1 : 0);
     this._eta.textContent =
@@ -174,6 +177,12 @@ export class JobPanel extends Widget {
     this._verdict.textContent = verdict ? verdict.line : '';
     this._verdict.dataset.kind = verdict ? verdict.kind : '';
     this._verdict.hidden = !verdict;
+    // Suspend / Resume / Apply: redrawn only when what they offer changes (a click is not lost)
+    const offer = `${state}|${verdict?.change ? JSON.stringify(verdict.change) : ''}`;
+    if (offer !== this._pauseOffer) {
+      this._pauseOffer = offer;
+      this._pause.replaceChildren(...pauseButtons(this.jobName, state, verdict, () => void this._poll.refresh()));
+    }
   }
 
   private drawRanks(rows: IRankRow[]): void {
@@ -272,6 +281,8 @@ export class JobPanel extends Widget {
   private readonly _headline: HTMLDivElement;
   private readonly _verdict: HTMLDivElement;
   private readonly _stop: HTMLButtonElement;
+  private readonly _pause: HTMLSpanElement;
+  private _pauseOffer = '';
   private readonly _grid: ChartGrid;
   private readonly _ranks: HTMLTableElement;
   private readonly _filter: HTMLSelectElement;

@@ -1,5 +1,6 @@
 // The "Lane training" sidebar: a jobs table that reads at a glance (state chip, progress with
-// ETA, the headline with its model label, a utilisation sparkline with its scale, Stop, the
+// ETA, the headline with its model label, a utilisation sparkline with its scale, Stop, Suspend /
+// Resume / Apply (pause.ts), the
 // doctor's verdict), the sweeps (sweeps.ts: a click opens the trials table and chart) and the
 // snapshots grouped by run (short ids, sizes, relative dates; pick
 // two to diff, Restore one into a new directory). Refreshed by a Poll that stands by while the
@@ -11,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 import { api, IJobSummary, ISnapshot, ISnapshotDiff } from './api';
 import { sparkline } from './charts';
 import { el, formatBytes, formatDuration, relativeTime, stateChip, wholeWords } from './dom';
+import { pauseButtons } from './pause';
 import { SweepList } from './sweeps';
 import { TeamSection } from './team';
 
@@ -166,6 +168,7 @@ export class LaneSidebar extends Widget {
       };
       top.appendChild(stop);
     }
+    top.append(...pauseButtons(job.name, job.state, job.verdict, () => void this.refreshNow()));
     const middle = el('div', 'lanenb-job-row lanenb-job-wraps');
     const bar = el('progress', 'lanenb-job-progress');
     bar.max = 1;

@@ -17,6 +17,7 @@ from typing import Any
 from lanenb.analysis.runstate import RunState
 from lanenb.analysis.series import BucketSeries
 from lanenb.charts import specs
+from lanenb_trainer.epochs import epoch_number
 
 __all__ = ["run_rows", "run_specs", "rank_table", "run_png", "Rows", "LIMIT", "STATIC_LIMIT"]
 
@@ -76,8 +77,8 @@ def run_rows(state: RunState, limit: int = LIMIT) -> Rows:
     validation = []
     for name, label in _VAL:
         s = state.epochs_hist.get(name)
-        if s is not None:  # epochs count from 0 in the log; people say "epoch 1" for the first
-            validation += [{"k": f"{label}:{x:g}", "epoch": int(x) + 1, "metric": label, "value": _num(y)}
+        if s is not None:  # epochs count from 0 in the events; people say "epoch 1" for the first
+            validation += [{"k": f"{label}:{x:g}", "epoch": epoch_number(int(x)), "metric": label, "value": _num(y)}
                            for x, y in zip(s.x, s.y)]
     rows["validation"] = validation
     tests: list[dict[str, Any]] = []

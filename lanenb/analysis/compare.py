@@ -17,12 +17,13 @@ from lanenb.analysis.charted import ChartedReport
 from lanenb.analysis.runstate import RunState, fill_tests, format_duration
 from lanenb.jobs import Job, get_job
 from lanenb.tables import Table
+from lanenb_trainer.epochs import epoch_number, epoch_text
 from lanenb_trainer.errors import UserError
 
 __all__ = ["Comparison", "compare", "CompareError"]
 
 # fields that say how a run was launched, not what it trained: left out of "differences"
-_NOT_SETTINGS = {"name", "run_dir", "k8s"}
+_NOT_SETTINGS = {"name", "run_dir", "backend_options"}
 
 
 class CompareError(UserError, ValueError):
@@ -64,7 +65,7 @@ class Comparison(ChartedReport):
             loss, acc = s.series.get("loss"), s.epochs_hist.get("val_accuracy")
             runs[name] = {"step": list(loss.x) if loss is not None else [],
                           "loss": list(loss.y) if loss is not None else [],
-                          "epoch": [x + 1 for x in acc.x] if acc is not None else [],
+                          "epoch": [float(epoch_number(int(x))) for x in acc.x] if acc is not None else [],
                           "val_accuracy": list(acc.y) if acc is not None else []}
         return compare_chart(runs)
 
@@ -78,7 +79,7 @@ class Comparison(ChartedReport):
             return "-" if v is None else fmt.format(v)
 
         best = row["best"] or {}
-        best_txt = "-" if best.get("accuracy") is None else f"{best['accuracy']:.4f} ({best.get('epoch')})"
+        best_txt = "-" if best.get("accuracy") is None else f"{best['accuracy']:.4f} ({epoch_text(best.get('epoch'))})"
         return ([row["run"], row["backend"], row["state"]] + [str(row["spec"].get(d)) for d in self.differences]
                 + [row["test_cell"] or "-", num(row["test_fp"]), num(row["test_fn"]), best_txt,
                    "-" if row["duration_s"] is None else format_duration(row["duration_s"]),

@@ -93,6 +93,9 @@ class Verdict:
         host: that rank's host.
         value: the number behind the verdict: a share 0..1 (input-bound, exchange-bound,
             healthy: compute share), a ratio (straggler) or a percentage (gpu-underused).
+        change: the advice as a setting a resume can apply, ``{"setting": "num_workers",
+            "value": 6}`` (``job.resume(num_workers=6)``; the sidebar's "Apply" button); None
+            when the advice is not one setting of the job.
     """
 
     kind: str
@@ -101,6 +104,7 @@ class Verdict:
     rank: int | None = None
     host: str | None = None
     value: float | None = None
+    change: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}" + (f"; {self.action}" if self.action else "")
@@ -261,6 +265,7 @@ def _input_bound(state: RunState, windows: Sequence[Window]) -> Verdict | None:
         return None
     share = _mean(held)
     workers = _loader_workers(state.config)
+    change = None
     if workers is None:
         action = "more loader workers (--num-workers), or put the dataset on faster storage"
     elif workers >= MAX_WORKERS:
@@ -269,7 +274,9 @@ def _input_bound(state: RunState, windows: Sequence[Window]) -> Verdict | None:
         target = suggest_workers(workers, share)
         action = (f"loader workers {workers} -> try {target} (--num-workers {target}), "
                   f"or put the dataset on faster storage")
-    return Verdict("input-bound", f"ranks wait {share:.0%} of each step for data", action, value=share)
+        change = {"setting": "num_workers", "value": target}
+    return Verdict("input-bound", f"ranks wait {share:.0%} of each step for data", action, value=share,
+                   change=change)
 
 
 def _exchange_bound(state: RunState, windows: Sequence[Window]) -> Verdict | None:

@@ -1,14 +1,17 @@
 """Events in words: the one-line summary of each ``@lanenb`` event kind.
 
 Shared by the console (``lanenb train``) and the notebook's log pane (through ``RunState``),
-so a run reads the same wherever it is watched.
+so a run reads the same wherever it is watched. Epochs read as people count them, from 1
+(``lanenb_trainer.epochs``): the events' ``epoch`` is a 0-based index.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
+from lanenb_trainer.epochs import epoch_text
 from lanenb_trainer.events import Event
 
 __all__ = ["event_text"]
@@ -23,14 +26,14 @@ def _start(ev: Event) -> str:
 
 def _step(ev: Event) -> str:
     total = f"/{ev.get('total_steps')}" if ev.get("total_steps") else ""
-    return (f"epoch {ev.get('epoch')} step {ev.get('step')}{total} loss {ev.get('loss') or 0:.4f} "
+    return (f"{epoch_text(ev.get('epoch'))} step {ev.get('step')}{total} loss {ev.get('loss') or 0:.4f} "
             f"lr {ev.get('lr') or 0:.2e} {ev.get('images_per_s') or 0:.1f} img/s")
 
 
 def _epoch(ev: Event) -> str:
     val = (f", val acc {ev['val_accuracy']:.4f} fp {ev['val_fp']:.4f} fn {ev['val_fn']:.4f}"
            if ev.get("val_accuracy") is not None else "")
-    return (f"epoch {ev.get('epoch')} done in {ev.get('duration_s') or 0:.1f}s: "
+    return (f"{epoch_text(ev.get('epoch'), ev.get('epochs'))} done in {ev.get('duration_s') or 0:.1f}s: "
             f"train loss {ev.get('train_loss') or 0:.4f}{val}")
 
 
@@ -80,15 +83,25 @@ def _preempted(ev: Event) -> str:
     ranks = ev.get("ranks") or []
     who = f"rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}" if ranks else "a rank"
     return (f"preempted: {ev.get('signal') or 'SIGTERM'} to {who}; every rank stopped at step {ev.get('step')} "
-            f"(epoch {ev.get('epoch')}) with a checkpoint written in {ev.get('checkpoint_s') or 0:.2f}s")
+            f"({epoch_text(ev.get('epoch'))}) with a checkpoint written in {ev.get('checkpoint_s') or 0:.2f}s")
 
 
 def _resumed(ev: Event) -> str:
     how = "after a preemption" if ev.get("preempted") else "after an interruption"
     lost = ev.get("steps_lost") or 0
     total = ev.get("steps_lost_total") or 0
-    return (f"resumed ({ev.get('count')}x) {how} from step {ev.get('step')} (epoch {ev.get('epoch')}): "
-            f"{lost} step{'s' if lost != 1 else ''} lost" + (f", {total} in all" if total != lost else ""))
+    return (f"resumed ({ev.get('count')}x) {how} from step {ev.get('step')} ({epoch_text(ev.get('epoch'))}): "
+            f"{lost} step{'s' if lost != 1 else ''} lost" + (f", {total} in all" if total != lost else "")
+            + _resized(ev.get("resized")))
+
+
+def _resized(r: Any) -> str:
+    """``, resized 2 -> 1 ranks (2 micro-batches per step)`` for a resume on another size."""
+    if not isinstance(r, dict):
+        return ""
+    how = (f"LR rule {r.get('lr_rule')}" if r.get("lr_rule") else
+           f"{r.get('accumulation')} micro-batch{'es' if r.get('accumulation') != 1 else ''} per step")
+    return f", resized {r.get('from')} -> {r.get('to')} ranks ({how})"
 
 
 _TEXT: dict[str, Callable[[Event], str]] = {

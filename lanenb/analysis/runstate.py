@@ -21,6 +21,7 @@ from lanenb.analysis.event_text import event_text
 from lanenb.analysis.headline import BEST, LAST, VAL, Figure, Headline, choose, figure, from_metrics
 from lanenb.analysis.series import BucketSeries
 from lanenb.launch.lines import LogLine
+from lanenb_trainer.epochs import epoch_text
 from lanenb_trainer.events import Event
 
 if TYPE_CHECKING:
@@ -250,6 +251,8 @@ class RunState:
         if isinstance(step, int):
             self.step = step  # the run is back at its checkpoint
             self._rate.clear()  # the rate of the last launch: a restart's pause is not training
+        for entry in self.timing.values():  # the last launch's windows judged its settings (a resume
+            entry["history"].clear()  # may change the loader workers): the doctor measures anew
     def _on_system(self, ev: Event) -> None:
         table = self.system.setdefault(ev.rank, {})
         last = self.system_last.setdefault(ev.rank, {})
@@ -363,9 +366,11 @@ class RunState:
     def headline(self) -> Headline | None:
         """The run's headline figure with its model label (``lanenb.analysis.headline``'s rule:
         best.pt's test, else the last model's, else the latest validation), and the other test
-        model beside it when both were scored on different epochs."""
+        model beside it when both were scored on different epochs. A run without validation
+        (``use_val`` false) has no best model: an older trainer's best.pt test is not its headline."""
         val = figure(VAL, self.val, self.val.get("epoch")) if self.val else None
-        return choose(self.tests.get(LAST), self.tests.get(BEST), val)
+        best = self.tests.get(BEST) if self.config.get("use_val") is not False else None
+        return choose(self.tests.get(LAST), best, val)
 
     def accuracy(self) -> float | None:
         """The headline accuracy (``headline()``): what a table's one accuracy column shows."""
@@ -418,7 +423,7 @@ class RunState:
         if self.total_steps:
             parts.append(f"step {self.step}/{self.total_steps}")
         if self.epochs is not None:
-            parts.append(f"epoch {min(self.epoch + 1, self.epochs)}/{self.epochs}")
+            parts.append(epoch_text(self.epoch, self.epochs))
         if self.loss is not None:
             parts.append(f"loss {self.loss:.4f}")
         if self.images_per_s:
@@ -444,7 +449,8 @@ class RunState:
         """JSON-able view state (what the sidebar's charts read)."""
         return {
             "state": self.state, "reason": self.reason, "world_size": self.world_size, "engine": self.engine,
-            "device": self.device, "step": self.step, "epoch": self.epoch, "total_steps": self.total_steps,
+            "device": self.device, "step": self.step, "epoch": self.epoch, "epochs_total": self.epochs,
+            "total_steps": self.total_steps,
             "progress": self.progress, "eta_s": self.eta_s, "images_per_s": self.images_per_s,
             "loss": self.loss, "lr": self.lr, "val": self.val, "test": self.test, "best": self.best,
             "headline": None if (found := self.headline()) is None else found.to_dict(),

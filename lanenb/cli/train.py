@@ -22,6 +22,7 @@ from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine
 from lanenb.launch.mpirun import LaunchError, launch_env, run_local
 from lanenb_trainer.config import TrainConfig
+from lanenb_trainer.epochs import epoch_text
 from lanenb_trainer.progress import is_terminal
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class ConsoleRenderer:
         self.raw = raw
         self.bar: tqdm[Any] | None = None  # the progress bar, on a terminal once the run has started
         self.total_steps: int | None = None
+        self.epochs: int | None = None  # the run's, from its start event: "epoch 3/10" on the bar
         self.end_status: str | None = None
         self.errors: list[LogLine] = []
         self.tty = is_terminal(self.out)
@@ -95,7 +97,7 @@ class ConsoleRenderer:
             self._start_bar(ev)
         elif ev.kind == "step" and self.bar is not None:
             self.bar.n = ev.get("step", self.bar.n)
-            self.bar.set_postfix_str(f"ep {ev.get('epoch')} loss {ev.get('loss') or 0:.4f} "
+            self.bar.set_postfix_str(f"{epoch_text(ev.get('epoch'), self.epochs)} loss {ev.get('loss') or 0:.4f} "
                                      f"lr {ev.get('lr') or 0:.2e} {ev.get('images_per_s') or 0:.1f} img/s")
             return
         elif ev.kind == "error":
@@ -109,6 +111,7 @@ class ConsoleRenderer:
 
     def _start_bar(self, ev: Event) -> None:
         self.total_steps = ev.get("total_steps")
+        self.epochs = (ev.get("config") or {}).get("epochs")
         if self.tty and self.total_steps:  # elsewhere the step events print as lines (--log-every)
             from lanenb_trainer.progress import progress_bar
 

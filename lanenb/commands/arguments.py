@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from lanenb.contract.azureml_options import DATA_KINDS
+from lanenb.contract.backends import add_backend_arguments, backends_help, descriptors, option_sections
 from lanenb.contract.fields import coerce_env
 from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.spec import SpecError, TrainSpec
@@ -22,15 +22,16 @@ from lanenb.errors import UserError
 from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
 from lanenb_trainer.flags import to_flags
 
-__all__ = ["add_job_arguments", "add_run_arguments", "check_run_flags", "spec_from_args", "spec_fields_from_args",
-           "runai_fields", "SPEC_TRAINER_FIELDS", "RUN_FLAGS"]
+__all__ = ["add_job_arguments", "job_flags", "add_run_arguments", "check_run_flags", "spec_from_args",
+           "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS", "RUN_FLAGS"]
 
 # TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
 SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
                        "use_workers", "use_val", "val_batch_size", "max_steps", "enable_snapshot", "pvc_name",
                        "run_id")
 
-# (flags, argparse keywords); dest is the TrainSpec field (or "k8s.<option>", "azureml.<option>")
+# (flags, argparse keywords); dest is the TrainSpec field. The job's own flags: each backend's
+# come from its descriptor (job_flags(), dests "<section>.<option>" filling TrainSpec.backend_options)
 JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--data", "--dataset"), dict(dest="dataset", metavar="PATH",
                                    help="dataset root in TuSimple layout (a path inside the cluster with "
@@ -42,13 +43,16 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--epochs",), dict(type=int, metavar="N", help="epochs (default 1)")),
     (("--engine",), dict(choices=ENGINES, help="horovod | ddp | auto (horovod when importable)")),
     (("--backbone",), dict(choices=BACKBONES, help="SCNN backbone (default small)")),
-    (("--backend",), dict(metavar="NAME", help="local (default) | kubernetes | azureml")),
+    (("--backend",), dict(metavar="NAME", help="where the job runs (available_backends())")),
     (("--pvc",), dict(dest="volumes", action="append", metavar="NAME:/MOUNT[:ro]",
                       help="mount a PVC in every rank (repeatable, runai --pvc)")),
     (("--image", "-i"), dict(metavar="IMAGE", help="container image (Kubernetes)")),
     (("-e", "--environment"), dict(dest="env", action="append", metavar="KEY=VALUE",
                                    help="environment variable for every rank (repeatable, runai -e); "
                                         "KEY=secret:SECRET/KEY reads a Kubernetes Secret")),
+    (("--label",), dict(dest="labels", action="append", metavar="KEY=VALUE",
+                        help="a label the job carries (repeatable): on the MPIJob and its pods, as an AzureML "
+                             "tag, in the job registry")),
     (("--large-shm",), dict(action="store_true", default=None, help="large /dev/shm for loader workers")),
     (("--snapshot", "--enable-snapshot"), dict(dest="enable_snapshot", action="store_true", default=None,
                                                help="snapshot the data volume at the end (the first --pvc "
@@ -58,14 +62,6 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--pvc-name",), dict(metavar="NAME", help="PVC to snapshot with --snapshot")),
     (("--name",), dict(metavar="NAME", help="job name (RFC 1123; default lane-<time>-<random>)")),
     (("--namespace",), dict(metavar="NS", help="Kubernetes namespace (default: the kubeconfig context's)")),
-    (("--project", "-p"), dict(dest="k8s.runai_project", metavar="PROJECT",
-                               help="RUN:AI project: namespace runai-PROJECT and the runai scheduler")),
-    (("--context",), dict(dest="k8s.context", metavar="CTX", help="kubeconfig context")),
-    (("--openshift",), dict(dest="k8s.openshift", action="store_true", default=None,
-                            help="pods for OpenShift's restricted SCC / Pod Security restricted: non-root UID, "
-                                 "sshd on port 2222 (default: when the cluster serves security.openshift.io)")),
-    (("--no-openshift",), dict(dest="k8s.openshift", action="store_false", default=None,
-                               help="root pods (sshd on port 22) even on OpenShift")),
     (("--run-dir",), dict(metavar="DIR", help="where rank 0 writes checkpoints, predictions, metrics")),
     (("--max-steps",), dict(type=int, metavar="N", help="stop after N global steps")),
     (("--max-restarts",), dict(type=int, metavar="N",
@@ -81,25 +77,17 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--val-batch-size",), dict(type=int, metavar="N", help="validation batch size")),
     (("--cpu",), dict(metavar="QTY", help="CPU request per rank (Kubernetes quantity)")),
     (("--memory",), dict(metavar="QTY", help="memory request per rank (Kubernetes quantity)")),
-    # AzureML (--backend azureml): the workspace from these, else AZURE_SUBSCRIPTION_ID /
-    # AZURE_RESOURCE_GROUP / AZUREML_WORKSPACE_NAME, else config.json
-    (("--compute",), dict(dest="azureml.compute", metavar="NAME", help="AzureML compute cluster to run on")),
-    (("--subscription",), dict(dest="azureml.subscription_id", metavar="ID", help="Azure subscription id")),
-    (("--resource-group",), dict(dest="azureml.resource_group", metavar="RG", help="AzureML workspace's group")),
-    (("--workspace",), dict(dest="azureml.workspace", metavar="NAME", help="AzureML workspace")),
-    (("--azure-config",), dict(dest="azureml.config", metavar="PATH", help="AzureML workspace config.json")),
-    (("--azureml-environment",), dict(dest="azureml.environment", metavar="NAME:VERSION",
-                                      help="registered AzureML environment (default: build trainer/Dockerfile)")),
-    (("--instance-count", "--nodes"), dict(dest="azureml.instance_count", type=int, metavar="N",
-                                           help="AzureML nodes; --processes are split evenly over them")),
-    (("--shm-size",), dict(dest="azureml.shm_size", metavar="SIZE", help="AzureML /dev/shm size, e.g. 16g")),
-    (("--data-kind",), dict(dest="azureml.data_kind", choices=DATA_KINDS,
-                            help="AzureML: how --data reaches the job (auto: from its spelling; asset "
-                                 "azureml:NAME:VERSION, uri azureml://..., local: a folder here, uploaded)")),
-    (("--experiment",), dict(dest="azureml.experiment", metavar="NAME", help="AzureML experiment (default lanenb)")),
 ]
-_SECTIONS = ("k8s", "azureml")  # JOB_FLAGS dests "<section>.<option>" fill these TrainSpec parts
 _TRAINER_GROUP = "trainer options (passed to every rank)"
+
+
+def job_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """The job's flags and every installed backend's (dests ``<section>.<option>``), in
+    ``--help`` order: what ``add_job_arguments`` adds before the trainer flags."""
+    out = list(JOB_FLAGS)
+    for d in descriptors():
+        out += [(flags, dict(kw, dest=d.flag_dest(kw, flags))) for flags, kw in d.flags]
+    return out
 
 
 def add_job_arguments(parser: argparse.ArgumentParser, *, trainer_flags: bool = True) -> argparse.ArgumentParser:
@@ -112,7 +100,10 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, trainer_flags: bool = 
     for flags, kw in JOB_FLAGS:
         kw = dict(kw)
         kw.setdefault("default", None)
+        if flags[0] == "--backend":
+            kw["help"] = backends_help()
         group.add_argument(*flags, **kw)
+    add_backend_arguments(parser)
     if trainer_flags:
         add_train_arguments(parser, exclude=SPEC_TRAINER_FIELDS, title=_TRAINER_GROUP)
     return parser
@@ -172,13 +163,14 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
     """The ``TrainSpec`` fields the user actually gave (flags left out are not in the dict)."""
     fields: dict[str, Any] = {}
     sections: dict[str, dict[str, Any]] = {}
-    for _flags, kw in JOB_FLAGS:
+    known = option_sections()
+    for _flags, kw in job_flags():
         dest = kw["dest"] if "dest" in kw else _flags[0].lstrip("-").replace("-", "_")
         value = getattr(ns, dest, None)
         if value is None:
             continue
         section, _, option = dest.partition(".")
-        if option and section in _SECTIONS:
+        if option and section in known:
             sections.setdefault(section, {})[option] = value
         elif dest == "_use_workers":  # the trainer's switch; TrainSpec only counts workers
             if not value:
@@ -187,7 +179,8 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
                 fields["num_workers"] = 2
         else:
             fields[dest] = value
-    fields.update(sections)
+    if sections:
+        fields["backend_options"] = sections
     extra = to_flags({d: getattr(ns, d) for d in _trainer_dests(parser) if getattr(ns, d, None) is not None})
     if extra:
         fields["extra_args"] = extra
@@ -204,11 +197,13 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     Raises:
         SpecError: a field is missing or has a bad value; the message names it.
     """
-    data = dict(base or {})
+    data = TrainSpec.fold_sections(base or {})  # a YAML body may name a section at the top level
     given = spec_fields_from_args(ns, parser)
-    for section in _SECTIONS:
-        if section in given and isinstance(data.get(section), Mapping):
-            given[section] = {**data[section], **given[section]}
+    if "backend_options" in given and isinstance(data.get("backend_options"), Mapping):
+        from_base = data["backend_options"]
+        given["backend_options"] = {**from_base, **{
+            k: {**from_base[k], **v} if isinstance(from_base.get(k), Mapping) else v
+            for k, v in given["backend_options"].items()}}
     if "extra_args" in given and data.get("extra_args"):
         given["extra_args"] = list(data["extra_args"]) + given["extra_args"]
     data.update(given)
@@ -216,7 +211,7 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     for name, (var, value) in runai_fields(coerce_env("env", data.get("env"))).items():
         if name in given and runai_value(name, var, value) != (
                 runai_value(name, var, given[name]) if name != "num_workers" else given[name]):
-            flag = next((f[0] for f, kw in JOB_FLAGS if kw.get("dest", f[0].lstrip("-").replace("-", "_")) == name),
+            flag = next((f[0] for f, kw in job_flags() if kw.get("dest", f[0].lstrip("-").replace("-", "_")) == name),
                         name)
             raise SpecError(name, given[name],
                             f"{flag} {given[name]} conflicts with -e {var}={value}: give one of them")

@@ -13,12 +13,15 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanenb.contract.fields import check_choice, coerce_int, coerce_opt_str, reject_unknown
 from lanenb.errors import SpecError
 
-__all__ = ["AzureMLOptions", "DATA_KINDS", "data_kind_of"]
+if TYPE_CHECKING:
+    from lanenb.contract.spec import TrainSpec
+
+__all__ = ["AzureMLOptions", "DATA_KINDS", "data_kind_of", "check_spec"]
 
 # How the dataset becomes the job's input: a registered data asset (azureml:NAME:VERSION or
 # azureml:NAME@latest), a datastore or storage URI, or a local folder the SDK uploads.
@@ -158,3 +161,18 @@ class AzureMLOptions:
             raise SpecError("azureml", data, "must be an AzureMLOptions or a dict of its fields")
         reject_unknown(cls, data, "azureml", "unknown option(s); known")
         return cls(**data)
+
+
+def check_spec(spec: TrainSpec) -> None:
+    """The ``azureml`` backend's spec check (its descriptor's ``check``): a compute cluster is
+    named, and the dataset's spelling agrees with ``data_kind``.
+
+    Raises:
+        SpecError: no ``azureml.compute``, or a dataset ``data_kind`` contradicts.
+    """
+    opts: AzureMLOptions = spec.options("azureml")
+    if opts.compute is None:
+        raise SpecError("azureml.compute", None, "is required with backend='azureml': the compute cluster "
+                        "to run on (--compute NAME)")
+    if isinstance(spec.dataset, str):
+        opts.check_dataset(spec.dataset)

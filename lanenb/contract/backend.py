@@ -24,6 +24,11 @@ class RunDirGoneError(UserError, FileNotFoundError):
     every other job are untouched (``lanenb jobs prune`` forgets the row)."""
 
 
+class JobStateError(UserError, RuntimeError):
+    """A suspend or resume that the job's state does not allow (it has ended, it is not
+    suspended, it still runs); the message names the job and its state."""
+
+
 @dataclass
 class LogChunk:
     """Lines read from a cursor, each with the cursor that resumes right after it.
@@ -118,5 +123,25 @@ class Backend(abc.ABC):
         ``Job.cancel`` calls it whatever the registry says. Default: nothing to stop."""
         return None
 
+    def can(self, capability: str) -> bool:
+        """Whether this backend implements optional method ``capability`` (``"suspend"``,
+        ``"resume"``) rather than inheriting the default that raises NotImplementedError."""
+        return getattr(type(self), capability, None) is not getattr(Backend, capability, None)
+
+    # the ``TrainSpec`` fields ``resume(**changes)`` may change (a relaunch reads the new spec);
+    # a backend that un-pauses the job it already has (Kubernetes) can change none
+    resume_changes: frozenset[str] = frozenset()
+
     def suspend(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
+        """Stop the ranks at a step boundary after a checkpoint (the preemption path), free
+        their cores/GPUs and keep the job, so ``resume`` continues it. Returns once no rank
+        runs. Default: this backend cannot (an optional capability)."""
         raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot suspend jobs")
+
+    def resume(self, spec: TrainSpec, handle: dict[str, Any], *, from_checkpoint: bool = True
+               ) -> dict[str, Any] | None:
+        """Run a suspended (or preempted) job again from its checkpoint; ``spec`` may differ from
+        the submitted one in ``resume_changes``. Returns the new handle when the job was started
+        anew (a relaunch), None when the backend's own object goes on (an un-suspended MPIJob).
+        Default: this backend cannot."""
+        raise NotImplementedError(f"the {self.name or type(self).__name__} backend cannot resume jobs")

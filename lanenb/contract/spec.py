@@ -4,19 +4,20 @@ It is validated at construction so a typo fails in the notebook cell that made i
 message naming the field and the bad value, instead of minutes later inside a pod. This module
 holds the fields and the order they are checked in; how a raw value becomes a field's value is
 ``fields.py`` (the coercers), RUN:AI variables in ``env`` are ``runai_env.py``, and the parts
-are ``volumes.py`` (``VolumeMount``) and ``k8s_options.py`` (``KubernetesOptions``).
+are ``volumes.py`` (``VolumeMount``). What only one backend reads lives in ``backend_options``,
+checked by that backend's descriptor (``lanenb.contract.backends``): this module names no backend.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lanenb.contract.azureml_options import AzureMLOptions
 from lanenb.contract.fields import (
     check_choice,
     check_rfc1123_label,
@@ -28,17 +29,15 @@ from lanenb.contract.fields import (
     coerce_quantity,
     reject_unknown,
 )
-from lanenb.contract.k8s_options import CLEAN_POD_POLICIES, KubernetesOptions
 from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.volumes import VolumeMount
 from lanenb.errors import SpecError
-from lanenb.kube.rules import parse_secret_ref
+from lanenb.kube.rules import label_problem, parse_secret_ref
 from lanenb_trainer.config import BACKBONES, ENGINES, global_batch  # one list for CLI, spec and trainer
 from lanenb_trainer.flags import to_flags
 from lanenb_trainer.model_registry import list_models
 
-__all__ = ["SpecError", "VolumeMount", "KubernetesOptions", "AzureMLOptions", "TrainSpec", "generate_job_name",
-           "ENGINES", "BACKBONES", "PULL_POLICIES", "CLEAN_POD_POLICIES"]
+__all__ = ["SpecError", "VolumeMount", "TrainSpec", "generate_job_name", "ENGINES", "BACKBONES", "PULL_POLICIES"]
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
@@ -64,7 +63,7 @@ class TrainSpec:
             means ``--device cpu`` (a GPU the pod did not request belongs to another job);
             locally and on AzureML 0 leaves the choice to the trainer (``auto``: a GPU per rank
             where torch sees one, as any PyTorch script on that machine; ``--device cpu`` in
-            the trainer flags forces the CPU).
+            the trainer flags forces the CPU). The backend's ``Capabilities.gpus_optional`` says which.
         batch_size: per rank; the global batch is ``processes x batch_size``.
         epochs: passes over the training split.
         engine: ``auto`` (Horovod when importable), ``horovod`` or ``ddp``.
@@ -81,7 +80,8 @@ class TrainSpec:
             locally the run directory and dataset).
         pvc_name: the PVC to snapshot.
         name: the job name, an RFC 1123 label (default ``lane-<time>-<random>``).
-        backend: where it runs: ``local``, ``kubernetes`` or ``azureml`` (``available_backends()``).
+        backend: where it runs: ``local``, ``kubernetes``, ``azureml`` or an installed plug-in
+            (``available_backends()``).
         namespace: Kubernetes namespace (None: the kubeconfig context's, or the pod's).
         run_dir: where rank 0 writes (None: the backend's default).
         extra_args: more trainer flags, one argv item each (``["--lr", "0.02"]``); they come
@@ -95,10 +95,16 @@ class TrainSpec:
             killed by a signal; each start continues from the run's last checkpoint (the ranks
             get ``--run-id <name>``). Never after an error. On Kubernetes the MPIJob's
             ``k8s.backoff_limit`` does this.
-        k8s: :class:`KubernetesOptions` or a dict of them.
-        azureml: :class:`AzureMLOptions` or a dict of them (``compute`` is required with
-            ``backend='azureml'``; the backend's check wants ``processes`` to split evenly over
-            ``instance_count``).
+        labels: ``{key: value}`` the job carries wherever its backend keeps labels: on the
+            MPIJob and its pods (``kubectl get mpijobs -l KEY=VALUE``), as AzureML job tags,
+            in the registry row. Keys and values follow Kubernetes' label rules (a sweep labels
+            its trials ``lanenb.io/sweep`` and ``lanenb.io/trial``).
+        backend_options: each backend's own options, by its descriptor's section: ``{"k8s":
+            {...}}`` (:class:`KubernetesOptions`), ``{"azureml": {"compute": ...}}``
+            (:class:`AzureMLOptions`), ``{"<section>": {...}}`` for a plug-in. Each section is checked
+            by its backend's options class; the chosen backend's section is always there.
+            A section may also be given as its own keyword (``TrainSpec(..., k8s={...})``) and
+            read as an attribute (``spec.k8s``), as before the descriptors.
 
     Raises:
         SpecError: the first bad field (``check(first=False)`` or ``validate`` lists all),
@@ -131,11 +137,44 @@ class TrainSpec:
     use_val: bool = True
     val_batch_size: int | None = None
     max_restarts: int = 0
-    k8s: KubernetesOptions = field(default_factory=KubernetesOptions)
-    azureml: AzureMLOptions = field(default_factory=AzureMLOptions)
+    labels: dict[str, str] = field(default_factory=dict)
+    backend_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.check(first=True)
+
+    def __getattr__(self, name: str) -> Any:
+        """``spec.<section>`` (``spec.k8s``): a backend's options, its defaults when not given."""
+        opts = self.__dict__.get("backend_options")
+        if opts is None or name.startswith("__"):
+            raise AttributeError(name)
+        from lanenb.contract.backends import option_sections
+
+        if name in opts:
+            return opts[name]
+        descriptor = option_sections().get(name)
+        if descriptor is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return descriptor.make_options(None)
+
+    def options(self, section: str) -> Any:
+        """The options in ``section`` (a backend's descriptor section): what was given, or the
+        options class's defaults."""
+        return getattr(self, section)
+
+    @staticmethod
+    def fold_sections(data: Mapping[str, Any]) -> dict[str, Any]:
+        """``data`` with backend option sections given at the top level (``k8s=``, a registry
+        row written before ``backend_options``) moved into ``backend_options``."""
+        from lanenb.contract.backends import option_sections
+
+        out = dict(data)
+        names = {f.name for f in dataclasses.fields(TrainSpec)}
+        loose = {k: out.pop(k) for k in list(out) if k not in names and k in option_sections()}
+        if loose:
+            given = out.get("backend_options")
+            out["backend_options"] = {**(dict(given) if isinstance(given, Mapping) else {}), **loose}
+        return out
 
     @property
     def global_batch(self) -> int:
@@ -177,8 +216,7 @@ class TrainSpec:
             coerce("enable_snapshot", coerce_bool),
             self._apply_runai_env, self._check_snapshot, self._check_name, self._check_backend,
             self._check_secret_refs, self._check_namespace, self._check_run_dir, self._check_extra_args,
-            coerce("use_val", coerce_bool), self._check_k8s, self._check_azureml,
-            self._check_local_gpus,
+            coerce("use_val", coerce_bool), self._check_labels, self._check_backend_options,
         ]
 
     def _coerce(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], None]:
@@ -232,7 +270,7 @@ class TrainSpec:
     def _check_snapshot(self) -> None:
         if self.pvc_name is not None:
             check_rfc1123_subdomain("pvc_name", self.pvc_name)
-        if self.enable_snapshot is True and self.pvc_name is None and self.backend != "local":
+        if self.enable_snapshot is True and self.pvc_name is None and self._capability("snapshot_needs_pvc"):
             raise SpecError("pvc_name", None, "is required when enable_snapshot is true (the PVC to snapshot)")
 
     def _check_name(self) -> None:
@@ -253,9 +291,28 @@ class TrainSpec:
                 ref = parse_secret_ref(value)
             except ValueError as exc:
                 raise SpecError("env", f"{key}={value}", str(exc)) from None
-            if ref and self.backend != "kubernetes":
+            if ref and not self._capability("secret_refs"):
                 raise SpecError("env", f"{key}={value}", "secret:NAME/KEY reads a Kubernetes Secret: it needs "
                                 "backend='kubernetes' (locally, export the variable in the shell instead)")
+
+    def _check_labels(self) -> None:
+        if isinstance(self.labels, str):
+            self.labels = [self.labels]
+        if isinstance(self.labels, (list, tuple)):  # --label KEY=VALUE, repeated
+            pairs = {}
+            for entry in self.labels:
+                if not isinstance(entry, str) or "=" not in entry:
+                    raise SpecError("labels", entry, "must be KEY=VALUE")
+                key, _, value = entry.partition("=")
+                pairs[key] = value
+            self.labels = pairs
+        if not isinstance(self.labels, Mapping):
+            raise SpecError("labels", self.labels, "must be a dict of label keys to string values")
+        for key, value in self.labels.items():
+            problem = label_problem(key, value)
+            if problem:
+                raise SpecError("labels", {key: value}, problem)
+        self.labels = dict(self.labels)
 
     def _check_namespace(self) -> None:
         if self.namespace is not None:
@@ -274,33 +331,48 @@ class TrainSpec:
             raise SpecError("extra_args", self.extra_args, "must be a list of strings")
         self.extra_args = list(self.extra_args)
 
-    def _check_k8s(self) -> None:
-        self.k8s = KubernetesOptions.from_dict(self.k8s)
+    def _descriptor(self) -> Any:
+        """The chosen backend's descriptor, or None for a name ``_check_backend`` refuses."""
+        from lanenb.contract.backends import BackendError, get_descriptor
 
-    def _check_azureml(self) -> None:
-        self.azureml = AzureMLOptions.from_dict(self.azureml)
-        if self.backend != "azureml":
-            return
-        if self.azureml.compute is None:
-            raise SpecError("azureml.compute", None, "is required with backend='azureml': the compute cluster "
-                            "to run on (--compute NAME)")
-        if isinstance(self.dataset, str):
-            self.azureml.check_dataset(self.dataset)
+        try:
+            return get_descriptor(self.backend)
+        except BackendError:
+            return None
 
-    def _check_local_gpus(self) -> None:
-        if self.backend == "local" and isinstance(self.gpus, int) and self.gpus:
-            import shutil
+    def _capability(self, name: str) -> Any:
+        from lanenb.contract.descriptor import Capabilities
 
-            if shutil.which("nvidia-smi") is None:
-                raise SpecError("gpus", self.gpus, "no NVIDIA GPU found on this machine (nvidia-smi missing); "
-                                "use gpus=0 locally or backend='kubernetes'")
+        descriptor = self._descriptor()
+        return getattr(descriptor.capabilities if descriptor else Capabilities(), name)
+
+    def _check_backend_options(self) -> None:
+        """Each given section through its options class; the chosen backend's section always
+        (its defaults when not given), then the backend's own spec check. A section of a
+        backend that is not installed here is kept as given (a registry row from another machine)."""
+        from lanenb.contract.backends import option_sections
+
+        if not isinstance(self.backend_options, Mapping):
+            raise SpecError("backend_options", self.backend_options,
+                            "must be a dict of backend option sections, e.g. {'k8s': {...}}")
+        sections = option_sections()
+        options = dict(self.backend_options)
+        descriptor = self._descriptor()
+        if descriptor is not None and descriptor.options is not None:
+            options.setdefault(descriptor.options_key, None)
+        for key, value in options.items():
+            if key in sections:
+                options[key] = sections[key].make_options(value)
+        self.backend_options = options
+        if descriptor is not None:
+            descriptor.check_spec(self)
 
     # ----------------------------------------------------------------- trainer flags
     def _trainer_device(self) -> str | None:
         """``--device`` for the ranks (None: the trainer's ``auto``)."""
         if self.gpus:
             return "cuda"
-        return "cpu" if self.backend == "kubernetes" else None
+        return None if self._capability("gpus_optional") else "cpu"
 
     def trainer_args(self, run_dir: str | None = None) -> list[str]:
         """The ``python -m lanenb_trainer`` flags (without the interpreter/module part).
@@ -334,14 +406,15 @@ class TrainSpec:
         data["volumes"] = [str(v) for v in self.volumes]
         data["env"] = dict(self.env)
         data["extra_args"] = list(self.extra_args)
-        data["k8s"] = self.k8s.to_dict()
-        data["azureml"] = self.azureml.to_dict()
+        data["backend_options"] = {k: v.to_dict() if hasattr(v, "to_dict") else v
+                                   for k, v in self.backend_options.items()}
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainSpec:
         if not isinstance(data, Mapping):
             raise SpecError("spec", data, "must be a dict of TrainSpec fields")
+        data = cls.fold_sections(data)
         reject_unknown(cls, data, "spec", "unknown field(s); known fields")
         if "dataset" not in data:
             raise SpecError("dataset", None, "is required")
@@ -349,3 +422,16 @@ class TrainSpec:
 
     def replace(self, **changes: Any) -> TrainSpec:
         return dataclasses.replace(self, **changes)
+
+
+_init_fields = TrainSpec.__init__
+
+
+@functools.wraps(_init_fields)
+def _init_with_sections(self: TrainSpec, *args: Any, **kwargs: Any) -> None:
+    """``TrainSpec(..., k8s={...})``: a backend's section as its own keyword, as before
+    ``backend_options`` (notebooks and YAML bodies written then keep working)."""
+    _init_fields(self, *args, **TrainSpec.fold_sections(kwargs))
+
+
+TrainSpec.__init__ = _init_with_sections  # type: ignore[method-assign]

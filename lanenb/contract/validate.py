@@ -78,7 +78,7 @@ def validate(spec: TrainSpec | Mapping[str, Any], *, backend: bool = True) -> li
     if isinstance(spec, TrainSpec):
         data = {f.name: getattr(spec, f.name) for f in dataclasses.fields(TrainSpec)}
     elif isinstance(spec, Mapping):
-        data = dict(spec)
+        data = TrainSpec.fold_sections(spec)
         known = {f.name for f in dataclasses.fields(TrainSpec)}
         for key in sorted(set(data) - known, key=str):
             problems.append(Problem(str(key), data[key], f"{key!r}: unknown field; known fields: "

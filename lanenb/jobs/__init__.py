@@ -7,9 +7,19 @@
 
 from __future__ import annotations
 
-from lanenb.contract.backend import Backend, LogLine, RunDirGoneError
-from lanenb.contract.backends import BackendError, available_backends, get_backend, register_backend
-from lanenb.contract.spec import AzureMLOptions, KubernetesOptions, SpecError, TrainSpec, VolumeMount
+from lanenb.contract.azureml_options import AzureMLOptions
+from lanenb.contract.backend import Backend, JobStateError, LogLine, RunDirGoneError
+from lanenb.contract.backends import (
+    BackendError,
+    available_backends,
+    get_backend,
+    get_descriptor,
+    register_backend,
+    register_descriptor,
+)
+from lanenb.contract.descriptor import BackendDescriptor, Capabilities
+from lanenb.contract.k8s_options import KubernetesOptions
+from lanenb.contract.spec import SpecError, TrainSpec, VolumeMount
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.contract.validate import Problem, validate
 from lanenb.home import lanenb_home
@@ -22,5 +32,7 @@ __all__ = [
     "JobState", "JobStatus", "Job", "submit", "get_job", "list_jobs", "default_run_dir",
     "JobRegistry", "JobExistsError", "JobNotFoundError", "lanenb_home",
     "Update", "UpdateBatch", "Problem", "validate",
-    "Backend", "BackendError", "RunDirGoneError", "LogLine", "register_backend", "get_backend", "available_backends",
+    "Backend", "BackendError", "RunDirGoneError", "JobStateError", "LogLine",
+    "register_backend", "get_backend", "available_backends",
+    "BackendDescriptor", "Capabilities", "register_descriptor", "get_descriptor",
 ]

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lanenb.contract.backend import Backend, LogLine
+from lanenb.contract.backend import Backend, JobStateError, LogLine
 from lanenb.contract.backends import get_backend
-from lanenb.contract.redact import redact_spec
+from lanenb.contract.redact import REDACTED, redact_spec
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState, JobStatus
-from lanenb.errors import UserError
+from lanenb.errors import SpecError, UserError
 from lanenb.home import default_run_dir
 from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.jobs.updates import poll as _poll
@@ -29,7 +30,10 @@ from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import Event, parse_line
 from lanenb_trainer.tensorboard_log import tensorboard_dir
 
-__all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir"]
+__all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir", "JobStateError"]
+
+_SUSPENDABLE = frozenset({JobState.PENDING, JobState.RUNNING, JobState.RESTARTING})
+_RESUMABLE = frozenset({JobState.SUSPENDED, JobState.PREEMPTED})
 
 # a registry row read this recently is used as it is by status() and metrics: a table of many
 # jobs reads each row once, not three times; every write is still checked against the row in
@@ -360,39 +364,129 @@ class Job:
                 out.append(get_store(link["store"], **opts).get(link["snapshot"]))
             except SnapshotNotFoundError:
                 continue
-        if self.spec.backend == "kubernetes" and self.spec.enable_snapshot:
-            # made on the cluster by the trainer's rank 0 (lanenb_trainer.k8s_snapshot), labelled with the job
+        from lanenb.contract.backends import get_descriptor
+
+        ranks_store = get_descriptor(self.spec.backend).capabilities.snapshot_store
+        if ranks_store and self.spec.enable_snapshot:
+            # made where the job ran by the trainer's rank 0 (lanenb_trainer.k8s_snapshot), labelled with the job
             known = {s.id for s in out}
             namespace = (self._record.handle or {}).get("namespace") or self.spec.namespace or "default"
-            store = get_store("kubernetes", namespace=namespace)
+            store = get_store(ranks_store, namespace=namespace)
             out += [s for s in store.list(labels={"job": self.name}) if s.id not in known]
         return out
 
-    def suspend(self) -> None:
-        """Stop the ranks but keep the job, to free the GPUs and ``resume()`` later.
+    def suspend(self) -> JobStatus:
+        """Stop the ranks but keep the job, to free the cores/GPUs and ``resume()`` later.
+
+        The ranks stop as a preemption stops them: each checkpoints at the next step boundary,
+        so a resume loses no step. A suspend is a person's choice: the local backend's
+        ``max_restarts`` never answers it with a restart.
+
+        Returns:
+            The status after the stop: SUSPENDED (locally at once; on Kubernetes once the
+            operator has deleted the pods), or SUCCEEDED when the run ended first.
 
         Raises:
-            NotImplementedError: the backend cannot suspend (local jobs).
+            JobStateError: the job has already ended (its state is named).
+            NotImplementedError: the backend cannot suspend (AzureML).
             KubernetesError: the MPIJob is gone, or the cluster refused the change.
         """
+        if not self.backend.can("suspend"):
+            self.backend.suspend(self.spec, self._record.handle)  # the backend's own NotImplementedError
+        state = self.status().state
+        if state not in _SUSPENDABLE:
+            raise JobStateError(f"job {self.name!r} is {state.value}: only a pending or running job can be suspended")
         self.backend.suspend(self.spec, self._record.handle)
+        return self.status()
 
-    def resume(self, from_checkpoint: bool = True) -> None:
-        """Run a suspended job again.
+    def resume(self, from_checkpoint: bool = True, **changes: Any) -> JobStatus:
+        """Run a suspended (or preempted) job again, from its checkpoint, optionally changed.
+
+        Works on a ``Job`` from ``get_job`` in a new kernel, after the machine restarted: the
+        registry row and the run dir hold everything. The trainer continues from
+        ``<run_dir>/checkpoints/last.pt`` (the job's ``--run-id``) and says so in a ``resumed``
+        event; the new ranks' ``start`` event carries the changed settings, so the doctor's next
+        verdict judges them.
 
         Args:
-            from_checkpoint: continue from ``<run_dir>/checkpoints/last.pt`` (the trainer's
-                ``--resume``); False starts over from step 0 in the same run directory
-                (needed when the job was suspended before its first checkpoint).
+            from_checkpoint: continue from the last checkpoint (the default). False starts over
+                from step 0 in the same run dir, on Kubernetes only (for a job suspended before
+                its first checkpoint); a local run always continues from its own checkpoint.
+            **changes: ``TrainSpec`` fields to change for the rest of the run, where the backend
+                relaunches (``Backend.resume_changes``; locally ``num_workers``, the loader
+                workers per rank, and ``processes``: a checkpoint of another rank count is the
+                trainer's to accept or refuse). ``job.resume(num_workers=6)`` applies the
+                doctor's "loader workers 2 -> try 6".
+
+        Returns:
+            The status right after the resume (RUNNING locally, PENDING or RUNNING on a cluster).
 
         Raises:
-            NotImplementedError: the backend cannot suspend/resume (local jobs).
+            SpecError: a change names an unknown setting, one the backend cannot change on
+                resume, or a bad value (``num_workers=-1``).
+            JobStateError: the job is not suspended or preempted (its state is named).
+            NotImplementedError: the backend cannot resume jobs.
             KubernetesError: the job is gone or not suspended.
         """
-        resume = getattr(self.backend, "resume", None)
-        if resume is None:
-            raise NotImplementedError(f"the {self.backend_name} backend cannot resume jobs")
-        resume(self.spec, self._record.handle, from_checkpoint=from_checkpoint)
+        if not self.backend.can("resume"):
+            self.backend.resume(self.spec, self._record.handle, from_checkpoint=from_checkpoint)  # its own error
+        spec = self.resume_spec(**changes)
+        old = self.status()
+        if old.state not in _RESUMABLE:
+            raise JobStateError(f"job {self.name!r} is {old.state.value}: only a suspended or preempted job can be "
+                                f"resumed")
+        if changes:
+            self.backend.validate(spec, self.run_dir)
+        claimed = JobStatus(JobState.RESTARTING, reason="resuming from the last checkpoint")
+        if not self._registry.reopen(self.name, [s.value for s in _RESUMABLE], state=claimed.state.value,
+                                     status=claimed.to_dict()):
+            self._refresh()
+            raise JobStateError(f"job {self.name!r} is {self._record.state}: resumed from elsewhere meanwhile?")
+        try:
+            handle = self.backend.resume(spec, self._record.handle, from_checkpoint=from_checkpoint)
+        except BaseException:
+            self._registry.reopen(self.name, [claimed.state.value], state=old.state.value, status=old.to_dict())
+            self._refresh()
+            raise
+        stored = {**self._record.spec, **changes}
+        fields: dict[str, Any] = {"spec": stored, "finished": None, "metrics": None}
+        if handle is not None:  # relaunched: a new supervisor, running now
+            fields.update(handle=handle, state=JobState.RUNNING.value, status=JobStatus(JobState.RUNNING).to_dict())
+        self._registry.reopen(self.name, [claimed.state.value, *(s.value for s in _RESUMABLE)], **fields)
+        self._spec = spec
+        self._refresh()
+        if handle is not None and self.backend.runs_here and self.run_dir:
+            _keep_record(self._record)
+        return self.status()
+
+    def resume_spec(self, **changes: Any) -> TrainSpec:
+        """The spec ``resume(**changes)`` would run, checked without stopping or starting anything
+        (a button checks its change before it suspends the run). Secret variables the registry
+        holds redacted are taken from this process's environment (their values are never stored).
+
+        Raises:
+            SpecError: an unknown setting, one the backend cannot change on resume, a bad value.
+            JobStateError: a secret variable is not set in this process's environment.
+        """
+        fields = {f.name for f in dataclasses.fields(TrainSpec)}
+        unknown = sorted(set(changes) - fields)
+        if unknown:
+            raise SpecError(unknown[0], changes[unknown[0]],
+                            f"not a TrainSpec setting; resume() can change {sorted(self.backend.resume_changes)}")
+        refused = sorted(set(changes) - self.backend.resume_changes)
+        if refused:
+            allowed = sorted(self.backend.resume_changes) or "nothing"
+            raise SpecError(refused[0], changes[refused[0]],
+                            f"the {self.backend_name} backend cannot change it on resume (it can change {allowed})")
+        spec = self.spec
+        env = dict(spec.env)
+        for key, value in spec.env.items():
+            if REDACTED in str(value):
+                if key not in os.environ:
+                    raise JobStateError(f"env {key!r} is a secret the registry keeps only as {REDACTED}: set it in "
+                                        f"this process's environment (os.environ[{key!r}]) to resume here")
+                env[key] = os.environ[key]
+        return spec.replace(env=env, **changes) if env != spec.env or changes else spec
 
     def describe(self) -> dict[str, Any]:
         """Everything known about the job, for debugging or a bug report.

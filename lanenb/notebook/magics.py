@@ -187,10 +187,11 @@ class LaneMagics(Magics):
     @_user_errors
     def lanetrain(self, line: str, cell: str | None = None) -> Job | None:
         # posix splitting, as a shell: -e USE_VAL="false" gives false, not '"false"' (runai commands quote)
-        ns = _PARSER.parse_args(arg_split(line, posix=True))
+        parser = train_parser()  # built per call: a backend installed since the import brings its flags
+        ns = parser.parse_args(arg_split(line, posix=True))
         check_run_flags(ns)
         base = _yaml_spec(cell) if cell is not None else None
-        spec = spec_from_args(ns, _PARSER, base)
+        spec = spec_from_args(ns, parser, base)
         if ns.dry_run:
             print(dry_run_text(spec)[0])
             return None

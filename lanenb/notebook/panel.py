@@ -17,6 +17,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from lanenb.charts import vocabulary
+from lanenb.contract.backends import descriptors
 from lanenb.contract.spec import BACKBONES, ENGINES
 from lanenb.errors import UserError
 from lanenb.jobs import Job, TrainSpec, available_backends, get_backend, submit, validate
@@ -43,8 +44,10 @@ class TrainPanel(widgets.VBox):
         dataset: initial dataset path (local), PVC name (Kubernetes) or data reference (AzureML).
         namespace: Kubernetes namespace for PVCs and jobs.
         **defaults: other initial ``TrainSpec`` fields (``processes``, ``batch_size``, ...);
-            ``k8s=`` and ``azureml=`` options also reach the backend's capacity question (e.g.
-            ``azureml={"compute": "gpu-cluster"}``: the cluster whose nodes bound the form).
+            backend option sections (``backend_options=``, or a section as its own keyword) also
+            reach the backend's capacity question (e.g. ``azureml={"compute": "gpu-cluster"}``:
+            the cluster whose nodes bound the form). Each backend with flags gets its own
+            section of the form (one text box per flag that takes a value), from its descriptor.
 
     Raises:
         traitlets.TraitError: ``backend`` is not one of ``available_backends()``.
@@ -83,7 +86,8 @@ class TrainPanel(widgets.VBox):
                                          description="backbone", style=style)
         self.extra = widgets.Text(value=" ".join(defaults.pop("extra_args", [])), description="trainer flags",
                                   placeholder="--img-height 128 --img-width 320", style=style, layout=wide)
-        self._defaults = defaults
+        self._defaults = TrainSpec.fold_sections(defaults)
+        self.sections = self._option_sections(style)
         self.launch = widgets.Button(description="Launch", button_style="primary", icon="play")
         self.stop = widgets.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
         self.message = widgets.HTML()
@@ -93,16 +97,40 @@ class TrainPanel(widgets.VBox):
         self._k8s_row = widgets.VBox([self.subpath, self.namespace, self.image])
         super().__init__(children=[
             widgets.HTML("<b>Train SCNN</b>"),
-            self.backend, self.dataset, self._k8s_row,
+            self.backend, self.dataset, self._k8s_row, *self.sections.values(),
             widgets.HBox([self.processes, self.gpus]), widgets.HBox([self.batch_size, self.global_batch]),
             self.epochs, widgets.HBox([self.engine, self.backbone]), self.extra,
             widgets.HBox([self.launch, self.stop]), self.message, self.output,
         ])
         self.backend.observe(self._on_backend, names="value")
         for control in (self.dataset, self.subpath, self.namespace, self.image, self.processes, self.gpus,
-                        self.batch_size, self.epochs, self.engine, self.backbone, self.extra):
+                        self.batch_size, self.epochs, self.engine, self.backbone, self.extra,
+                        *(c for box in self.sections.values() for c in box.children)):
             control.observe(lambda _change: self.check(), names="value")
         self._on_backend()
+
+    def _option_sections(self, style: dict[str, str]) -> dict[str, widgets.VBox]:
+        """Backend name -> its section: a text box per value flag of its descriptor (the option's
+        name as label, the flag's help as placeholder); ``self.section_options`` keeps which
+        ``(section, option)`` each box fills."""
+        given = self._defaults.get("backend_options") or {}
+        out: dict[str, widgets.VBox] = {}
+        self.section_options: dict[str, list[tuple[widgets.Text, str, str]]] = {}
+        for d in descriptors():
+            boxes = []
+            for flags, kw in d.flags:
+                if kw.get("action") in ("store_true", "store_false"):
+                    continue  # a switch: its flag, not a text box
+                option = d.flag_dest(kw, flags).partition(".")[2]
+                value = (given.get(d.options_key) or {}).get(option) if isinstance(
+                    given.get(d.options_key), dict) else None
+                box = widgets.Text(value="" if value is None else str(value), description=option,
+                                   placeholder=str(kw.get("help", ""))[:60], style=style)
+                self.section_options.setdefault(d.name, []).append((box, d.options_key, option))
+                boxes.append(box)
+            if boxes:
+                out[d.name] = widgets.VBox([widgets.HTML(f"<i>{html.escape(d.name)} options</i>"), *boxes])
+        return out
 
     # ------------------------------------------------------------------ form -> spec
     def _on_backend(self, _change: Any = None) -> None:
@@ -113,9 +141,9 @@ class TrainPanel(widgets.VBox):
             backend = get_backend(name)
             self._local = backend.runs_here
             self._volumes = backend.datasets_are_volumes
-            options = {k: self._defaults[k] for k in ("k8s", "azureml") if k in self._defaults}
+            options = self.spec_fields().get("backend_options") or {}
             probe = None if self._local else TrainSpec(dataset="/", backend=name, namespace=self.namespace.value
-                                                            or "default", **options)
+                                                            or "default", backend_options=options)
             cap = backend.capacity(probe)
             self.dataset.options = tuple(backend.datasets(probe))
         except Exception as exc:  # an unreachable cluster: say so, keep the form usable
@@ -123,6 +151,8 @@ class TrainPanel(widgets.VBox):
             note = f"cannot ask the {name} backend for its capacity and datasets: {exc}"
         self.capacity = cap
         self._k8s_row.layout.display = "none" if self._local else ""
+        for owner, box in self.sections.items():
+            box.layout.display = "" if owner == name else "none"
         self.processes.max = max(1, cap["processes"])
         self.gpus.max = cap["gpus_per_process"]
         self.gpus.disabled = cap["gpus_per_process"] == 0
@@ -150,6 +180,15 @@ class TrainPanel(widgets.VBox):
             fields["_extra_error"] = str(exc)
         if extra:
             fields["extra_args"] = extra
+        controls = self.section_options.get(self.backend.value)
+        if controls:
+            sections = {k: dict(v) if isinstance(v, dict) else v
+                        for k, v in (fields.get("backend_options") or {}).items()}
+            for control, key, option in controls:
+                if control.value.strip():
+                    sections.setdefault(key, {})[option] = control.value.strip()
+            if sections:
+                fields["backend_options"] = sections
         dataset = self.dataset.value.strip()
         if self._local:
             fields["dataset"] = dataset

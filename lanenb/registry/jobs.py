@@ -437,6 +437,37 @@ class JobRegistry:
                 return False
         return True
 
+    def reopen(self, name: str, from_states: Iterable[str], **fields: Any) -> bool:
+        """Set ``fields`` (those of ``update``, and ``spec``) only while the row's state is one
+        of ``from_states``, final ones included: a resumed job (preempted, suspended) runs again.
+        Checked inside the write, so of two kernels resuming the same job only one wins.
+
+        Returns:
+            False (nothing written) when the row is in another state.
+
+        Raises:
+            JobNotFoundError: no job named ``name``.
+        """
+        allowed = {"handle", "state", "status", "started", "finished", "metrics", "run_dir", "spec"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"cannot update registry column(s) {sorted(bad)}; allowed: {sorted(allowed)}")
+        states = [str(s) for s in from_states]
+        if "spec" in fields:
+            remember_secrets(fields["spec"])
+            fields["spec"] = redact_spec(fields["spec"])
+        cols = [f"{key}=?" for key in fields] + ["updated=?"]
+        values = [json.dumps(v) if k in ("handle", "status", "metrics", "spec") and v is not None else v
+                  for k, v in fields.items()] + [time.time()]
+        where = f"name=? AND state IN ({','.join('?' * len(states))})"
+        with self._write() as conn:
+            cur = conn.execute(f"UPDATE jobs SET {', '.join(cols)} WHERE {where}", (*values, name, *states))
+            if cur.rowcount == 0:
+                if conn.execute("SELECT 1 FROM jobs WHERE name=?", (name,)).fetchone() is None:
+                    raise JobNotFoundError(f"no job named {name!r} in {self.path}")
+                return False
+        return True
+
     def delete(self, name: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM jobs WHERE name=?", (name,))

@@ -23,10 +23,11 @@ from lanenb.analysis.runstate import tail_state
 from lanenb.analysis.summary import error_summary, job_summary
 from lanenb.errors import UserError
 from lanenb.home import lanenb_home
-from lanenb.jobs import JobRegistry, get_job, list_jobs
+from lanenb.jobs import JobRegistry, JobState, get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
 __all__ = ["ConfirmationError", "HiddenTargetError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
+           "suspend_job", "resume_job", "apply_change",
            "job_panel_state", "job_metrics", "list_snapshots", "diff_snapshots", "restore_snapshot",
            "list_sweep_summaries", "sweep_detail", "stop_sweep", "MAX_LINES", "MAX_LIST_LIMIT", "FEEDS"]
 
@@ -164,6 +165,65 @@ def stop_job(name: str, confirm: Any) -> payloads.StopReply:
         _LIST_CACHE.clear()  # the next list shows the stop at once
         _LIST_STAMPS.clear()
     return {"name": name, "status": status}
+
+
+def _forget_list() -> None:
+    with _LIST_LOCK:
+        _LIST_CACHE.clear()  # the next list shows the change at once
+        _LIST_STAMPS.clear()
+
+
+def suspend_job(name: str) -> payloads.StopReply:
+    """Suspend job ``name`` (``Job.suspend``: a checkpoint at the next step boundary, no rank left).
+
+    Returns:
+        ``{"name", "status"}``: SUSPENDED, or the outcome the run reached first.
+
+    Raises:
+        JobStateError: the job has ended. JobNotFoundError: no job is called ``name``.
+    """
+    status = cast(payloads.JobStatus, get_job(name).suspend().to_dict())
+    _forget_list()
+    return {"name": name, "status": status}
+
+
+def _changes(changes: Any) -> dict[str, Any]:
+    if changes is None:
+        return {}
+    if not isinstance(changes, dict) or not all(isinstance(k, str) for k in changes):
+        raise UserError(f"changes={changes!r}: must be an object of settings, e.g. {{\"num_workers\": 6}}")
+    return changes
+
+
+def resume_job(name: str, changes: Any = None) -> payloads.StopReply:
+    """Resume suspended (or preempted) job ``name`` from its checkpoint, with ``changes``
+    (``Job.resume(**changes)``, e.g. ``{"num_workers": 6}``).
+
+    Raises:
+        UserError: ``changes`` is not an object. SpecError: a setting or value ``Job.resume``
+        refuses. JobStateError: the job is not suspended or preempted.
+    """
+    status = cast(payloads.JobStatus, get_job(name).resume(**_changes(changes)).to_dict())
+    _forget_list()
+    return {"name": name, "status": status}
+
+
+def apply_change(name: str, setting: Any, value: Any) -> payloads.StopReply:
+    """The doctor's advice as one action: suspend job ``name`` at a step boundary and resume it
+    from that checkpoint with ``setting=value`` (the verdict's ``change``). A job already
+    suspended or preempted is only resumed.
+
+    Raises:
+        SpecError: a setting or value ``Job.resume`` refuses (checked before anything stops).
+        JobStateError: the job has ended.
+    """
+    if not isinstance(setting, str) or not setting:
+        raise UserError(f"setting={setting!r}: must name a setting, e.g. \"num_workers\"")
+    job = get_job(name)
+    job.resume_spec(**{setting: value})  # a bad change is refused while the run still runs
+    if job.status().state not in (JobState.SUSPENDED, JobState.PREEMPTED):
+        job.suspend()
+    return resume_job(name, {setting: value})
 
 
 def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES, *,

@@ -156,7 +156,7 @@ class JobFeed:
         fields, the ``headline`` (``Headline.to_dict()``), the doctor's ``verdict``
         (``Verdict.to_dict()``, None when ``shown_verdict`` shows none), the per-rank table
         (``rank_table``) and the ``charts`` (the panel specs and their rows, the same ones the
-        notebook's view draws). Only these: the raw histories (``series``, ``epochs``,
+        notebook's view draws). Only these: the raw histories (``series``, per-epoch values,
         ``system``) are the charts' rows already, and are ``view``'s. Built once per read of the
         log, however many tabs ask."""
         with self._lock:
@@ -165,6 +165,7 @@ class JobFeed:
                 state, found, verdict = self.state, self.state.headline(), shown_verdict(self.state)
                 built: payloads.JobPanelState = {
                     "state": state.state, "step": state.step, "total_steps": state.total_steps,
+                    "epoch": state.epoch, "epochs_total": state.epochs,
                     "progress": state.progress, "eta_s": state.eta_s, "world_size": state.world_size,
                     "headline": None if found is None else cast(payloads.Headline, found.to_dict()),
                     "verdict": None if verdict is None else cast(payloads.Verdict, verdict.to_dict()),

@@ -34,7 +34,7 @@ from tornado.ioloop import IOLoop
 
 import lanenb.server.api as api
 from lanenb.errors import UserError
-from lanenb.jobs import JobNotFoundError
+from lanenb.jobs import JobNotFoundError, JobStateError
 
 __all__ = ["setup_handlers", "NAMESPACE", "AUTH_RESOURCE", "EXECUTOR_THREADS"]
 
@@ -64,7 +64,7 @@ def _http_status(exc: UserError) -> int:
 
     if isinstance(exc, (JobNotFoundError, SnapshotNotFoundError, SweepNotFoundError)):
         return 404
-    if isinstance(exc, TargetExistsError):
+    if isinstance(exc, (TargetExistsError, JobStateError)):  # the job's state says no: a conflict
         return 409
     from lanenb.team import TeamPermissionError
 
@@ -142,6 +142,34 @@ class StopHandler(_Base):
     async def post(self, name: str) -> None:
         body = self.json_body()
         self.reply(await self.call(api.stop_job, name, body.get("confirm")))
+
+
+class SuspendHandler(_Base):
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        self.json_body()  # a body, when sent, must be JSON like every POST's
+        self.reply(await self.call(api.suspend_job, name))
+
+
+class ResumeHandler(_Base):
+    """``POST .../jobs/NAME/resume {"changes": {"num_workers": 6}}`` (changes optional)."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        body = self.json_body()
+        self.reply(await self.call(api.resume_job, name, body.get("changes")))
+
+
+class ApplyHandler(_Base):
+    """``POST .../jobs/NAME/apply {"setting", "value"}``: the verdict's change, suspend + resume."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        body = self.json_body()
+        self.reply(await self.call(api.apply_change, name, body.get("setting"), body.get("value")))
 
 
 class UpdatesHandler(_Base):
@@ -277,6 +305,9 @@ def setup_handlers(web_app: tornado.web.Application) -> list[str]:
         (url_path_join(base, "jobs"), JobsHandler),
         (url_path_join(base, "jobs", name), JobHandler),
         (url_path_join(base, "jobs", name, "stop"), StopHandler),
+        (url_path_join(base, "jobs", name, "suspend"), SuspendHandler),
+        (url_path_join(base, "jobs", name, "resume"), ResumeHandler),
+        (url_path_join(base, "jobs", name, "apply"), ApplyHandler),
         (url_path_join(base, "jobs", name, "updates"), UpdatesHandler),
         (url_path_join(base, "jobs", name, "metrics"), MetricsHandler),
         (url_path_join(base, "team"), TeamHandler),

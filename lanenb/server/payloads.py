@@ -66,6 +66,7 @@ class Verdict(TypedDict):
     rank: int | None
     host: str | None
     value: float | None
+    change: dict[str, Any] | None  # {"setting": "num_workers", "value": 6}: what "Apply" resumes with
     line: str
     severity: str
 
@@ -188,6 +189,8 @@ class JobPanelState(TypedDict):
     state: str
     step: int
     total_steps: int | None
+    epoch: int  # the 0-based index the events carry; the panel says it from 1 (epochText)
+    epochs_total: int | None  # the run's --epochs (``epochs`` is the per-epoch history in metrics)
     progress: float | None
     eta_s: float | None
     world_size: int | None

@@ -24,6 +24,7 @@ from lanenb.contract.spec import TrainSpec
 from lanenb.sweeps.params import apply_params, trial_labels
 from lanenb.sweeps.space import SearchSpace
 from lanenb.sweeps.study import Objective, load_study, make_pruner, make_sampler, sweeps_dir
+from lanenb_trainer.epochs import epoch_number
 
 __all__ = ["SweepSettings", "drive", "main", "stop_file", "pid_file"]
 
@@ -85,7 +86,7 @@ def _pruned_why(study: Any, run: _Running, epoch: int, objective: Objective) -> 
     """Why the pruner stopped a trial, in its own rule's words.
 
     ASHA (successive halving): "pruned at epoch 3: val.accuracy 0.610, below the rung's cutoff
-    0.740 (the top third of 7 trials there; best 0.800)"; the median pruner: "..., the other
+    0.800 (the top quarter of 7 trials there; best 0.800)"; the median pruner: "..., the other
     trials' median there 0.740 (best 0.800)".
     """
     import optuna
@@ -101,7 +102,7 @@ def _pruned_why(study: Any, run: _Running, epoch: int, objective: Objective) -> 
     if isinstance(pruner, optuna.pruners.SuccessiveHalvingPruner):
         # Optuna's rule: a trial goes on when it is at least as good as the value at position
         # len // reduction_factor - 1 of the rung's values, best first (its own included)
-        factor = getattr(pruner, "_reduction_factor", 3)
+        factor = getattr(pruner, "_reduction_factor", 4)
         ranked = sorted([*others, value], reverse=maximize)
         cutoff = ranked[max(0, len(ranked) // factor - 1)]
         share = {2: "half", 3: "third", 4: "quarter"}.get(factor, f"1/{factor}")
@@ -138,7 +139,8 @@ def _follow(study: Any, run: _Running, objective: Objective) -> bool:
         value = objective.value_of(update.event)
         if value is None:
             continue
-        epoch = int(update.event.get("epoch") or 0) + 1  # epochs done: the pruners' resource
+        # epochs done: the pruners' resource, and the finished epoch's number as people say it
+        epoch = epoch_number(int(update.event.get("epoch") or 0))
         if epoch in run.values:
             continue
         run.values[epoch] = value

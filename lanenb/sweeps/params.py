@@ -4,8 +4,9 @@ A searched name is either a ``TrainSpec`` field that shapes the job (``processes
 ``batch_size``, ``epochs``...) or a trainer flag that every rank receives (``lr``,
 ``warmup_steps``, ``momentum``...: appended to ``extra_args``, where the last value wins).
 Names that identify or place the job (its name, dataset, run dir, backend) are not searchable.
-Each trial's job is labelled with its sweep and trial number (``trial_labels``) where its
-backend keeps labels: on Kubernetes ``kubectl get mpijobs -l lanenb.io/sweep=NAME`` lists them.
+Each trial's job is labelled with its sweep and trial number (``trial_labels``, the job's
+``labels``): on Kubernetes ``kubectl get mpijobs -l lanenb.io/sweep=NAME`` lists them, on
+AzureML they are the job's tags.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def trial_labels(sweep: str, trial: int) -> dict[str, str]:
 def apply_params(base: TrainSpec, params: Mapping[str, Any], *, name: str,
                  labels: Mapping[str, str] | None = None) -> TrainSpec:
     """``base`` with a trial's ``params`` applied, named ``name``, with ``labels`` added to the
-    base job's own (``k8s.labels``: the backends that keep no labels ignore them).
+    base job's own (``TrainSpec.labels``).
 
     Raises:
         SpecError: a value the job refuses (the spec's own check, naming the field).
@@ -72,6 +73,6 @@ def apply_params(base: TrainSpec, params: Mapping[str, Any], *, name: str,
     data["name"] = name
     data["run_dir"] = None  # each trial its own run dir under $LANENB_HOME/runs
     data["extra_args"] = list(base.extra_args) + to_flags(trainer)
-    if labels:
-        data["k8s"] = {**data["k8s"], "labels": {**base.k8s.labels, **labels}}
+    if labels:  # wherever the backend keeps labels (MPIJob and pods, AzureML tags, the registry)
+        data["labels"] = {**base.labels, **labels}
     return TrainSpec.from_dict(data)

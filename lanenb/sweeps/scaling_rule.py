@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from lanenb.errors import UserError
+from lanenb_trainer.training.resize import rule_factor
 
 __all__ = ["RULES", "explain", "scaled_lr"]
 
@@ -48,7 +49,7 @@ def scaled_lr(lr: float, *, batch_size: int, processes: int, new_batch_size: int
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise UserError(f"{label}={value!r}: must be a whole number >= 1")
     ratio = (new_batch_size * new_processes) / (batch_size * processes)
-    factor = ratio if rule == "linear" else math.sqrt(ratio)
+    factor = rule_factor(ratio, rule)  # the trainer's resize on resume moves the rate by the same rule
     # effective rate = per-rank lr x processes (the trainer's world-size scaling)
     return lr * processes * factor / new_processes
 

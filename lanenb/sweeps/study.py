@@ -126,8 +126,10 @@ SAMPLERS: dict[str, Callable[[SearchSpace, int | None], Any]] = {"tpe": _tpe, "r
 def _asha(min_epochs: int) -> Any:
     import optuna
 
-    # rungs at min_epochs, x3, x9... (reduction factor 3, Optuna's and ASHA's default)
-    return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, min_epochs), reduction_factor=3)
+    # rungs at min_epochs, x4, x16...; the top quarter of each rung goes on (reduction factor 4,
+    # Optuna's default). A third (3) kept 7 of 15 trials to the end in bench/sweep.py: only 36 %
+    # fewer epochs; a quarter, replayed on the same trials' curves, 48 % for the same best trial.
+    return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, min_epochs), reduction_factor=4)
 
 
 def _median(min_epochs: int) -> Any:

@@ -87,7 +87,7 @@ def test_test_rows_carry_the_headline_and_the_other_model_with_their_labels():
     state.fold(Event("eval", 0, 1.0, data={"split": "test", "model": "best", "epoch": 6, "accuracy": 0.938}))
     state.fold(Event("eval", 0, 1.0, data={"split": "test", "model": "last", "epoch": 10, "accuracy": 0.948}))
     labels = [r["label"] for r in chartdata.run_rows(state)["tests"]]
-    assert labels == ["test 0.938 (best.pt, epoch 6)", "test 0.948 (last, epoch 9)"]
+    assert labels == ["test 0.938 (best.pt, epoch 7)", "test 0.948 (last, epoch 10)"]  # counted from 1
 
 
 def test_with_values_inlines_rows_and_the_static_image_is_drawn_by_vega():

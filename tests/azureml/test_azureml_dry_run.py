@@ -106,3 +106,16 @@ def test_dry_run_names_a_missing_workspace_and_still_shows_the_job(capsys):
     assert "problem: azureml.subscription_id=None: no AzureML workspace subscription id: give --subscription" in out
     assert "AZURE_SUBSCRIPTION_ID" in out and "config.json" in out
     assert "path: azureml:tusimple@latest" in out
+
+
+def test_a_sweeps_trial_carries_its_sweep_and_trial_as_job_tags():
+    """Trials are labelled on every backend that keeps labels: on AzureML as the job's tags
+    (``--label`` too), never over lanenb's own tags."""
+    from lanenb.sweeps.params import apply_params, trial_labels
+
+    base = _spec_of(LINE.replace("-e HF_TOKEN=hf_secret_value ", "") + " --label team=lanes --label lanenb.job=mine")
+    trial = apply_params(base, {"lr": 0.05, "batch_size": 2}, name="sw-3", labels=trial_labels("sw", 3))
+    tags = build_command(trial).tags
+    assert tags["lanenb.io/sweep"] == "sw" and tags["lanenb.io/trial"] == "3" and tags["team"] == "lanes"
+    assert tags["lanenb.job"] == "sw-3"  # lanenb's own tag wins over a label of that name
+    assert trial.labels == {"team": "lanes", "lanenb.job": "mine", "lanenb.io/sweep": "sw", "lanenb.io/trial": "3"}

@@ -32,7 +32,7 @@ def load_check():
 def write_metrics(run_dir: Path, best: float, last: float) -> Path:
     """A ``metrics.json`` as the trainer writes it: best.pt's test figure and the last model's."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    metrics = {"epochs": 10, "best_epoch": 8, "status": "completed",
+    metrics = {"epochs": 10, "best_epoch": 8, "status": "completed",  # best.pt: the 9th epoch
                "test": {"accuracy": last, "fp": 0.1, "fn": 0.1, "frames": 40},
                "test_best": {"accuracy": best, "fp": 0.1, "fn": 0.1, "frames": 40}}
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
@@ -45,11 +45,11 @@ def test_a_run_below_the_floor_is_refused_with_its_accuracy(tmp_path, capsys):
     with pytest.raises(check.RunDidNotLearnError) as caught:
         check.learned(run)
     message = str(caught.value)
-    assert "test accuracy 0.4120 (best.pt, epoch 8) is below 0.9" in message and "did not learn" in message
+    assert "test accuracy 0.4120 (best.pt, epoch 9) is below 0.9" in message and "did not learn" in message
     assert isinstance(caught.value, check.UserError)
     assert check.main([str(run)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("docs_screenshots: refusing: test accuracy 0.4120 (best.pt, epoch 8) is below 0.9")
+    assert err.startswith("docs_screenshots: refusing: test accuracy 0.4120 (best.pt, epoch 9) is below 0.9")
 
 
 def test_a_run_that_learned_passes(tmp_path, capsys):
@@ -57,7 +57,7 @@ def test_a_run_that_learned_passes(tmp_path, capsys):
     run = write_metrics(tmp_path / "demo-run", best=0.946, last=0.944)
     assert check.learned(run).accuracy == pytest.approx(0.946)
     assert check.main([str(run)]) == 0
-    assert "the run learned: test acc 0.9460 (best.pt, epoch 8), 0.9440 (last, epoch 9)" in capsys.readouterr().out
+    assert "the run learned: test acc 0.9460 (best.pt, epoch 9), 0.9440 (last, epoch 10)" in capsys.readouterr().out
     assert check.main([str(run), "--floor", "0.95"]) == 1  # the floor is the one asked for
 
 

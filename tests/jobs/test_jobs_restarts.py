@@ -157,4 +157,4 @@ def test_a_training_job_survives_a_preemption_and_a_killed_rank_and_every_view_s
         renderer(line)
     console = out.getvalue()
     assert "preempted: SIGTERM to rank 1; every rank stopped at step" in console
-    assert f"resumed (2x) after an interruption from step 4 (epoch 1): {lost} steps lost" in console
+    assert f"resumed (2x) after an interruption from step 4 (epoch 2): {lost} steps lost" in console

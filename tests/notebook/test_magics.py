@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 from notebook_support import training_script
 
-from lanenb.commands.arguments import JOB_FLAGS, add_job_arguments
+from lanenb.commands.arguments import add_job_arguments, job_flags
 from lanenb.jobs import JobState, get_job, list_jobs
 
 
@@ -53,6 +53,7 @@ BAD_FLAGS = [
     ("--project Bad_P", "k8s.runai_project='Bad_P': must be an RFC 1123 label"),
     ("--max-steps -1", "max_steps=-1: must be >= 0"),
     ("--max-restarts -1", "max_restarts=-1: must be >= 0"),
+    ("--label team", "labels='team': must be KEY=VALUE"),
     ("--num-workers -1", "num_workers=-1: must be >= 0"),
     ("--val-batch-size 0", "val_batch_size=0: must be >= 1"),
     ("--cpu lots", "cpu='lots': must be a Kubernetes quantity"),
@@ -92,7 +93,7 @@ def test_every_job_flag_has_a_bad_input_case():
     covered = {line.split()[0].split("=")[0] for line, _ in BAD_FLAGS}
     switches = {"--large-shm", "--no-val", "--run-dir", "--use-workers",  # switches: no bad value
                 "--no-use-workers", "--use-val", "--no-enable-snapshot", "--openshift", "--no-openshift"}
-    flags = {flags[0] for flags, _ in JOB_FLAGS} - switches
+    flags = {flags[0] for flags, _ in job_flags()} - switches  # the job's and every backend's
     flags -= {"--environment"}
     assert flags - covered - {"-e"} == set(), flags - covered
 

@@ -95,7 +95,7 @@ def test_log_pane_lines_keep_their_event_and_mark_errors():
     st.fold_line(LogLine(0, "@lanenb {garbled"))
     kept = st.log_tail(3)
     assert kept[0] is plain and kept[0].error  # a traceback line is highlighted
-    assert kept[1].text.startswith("epoch None step 3/9 loss 0.2500") and kept[1].event.kind == "step"
+    assert kept[1].text.startswith("epoch ? step 3/9 loss 0.2500") and kept[1].event.kind == "step"
     assert not kept[1].error and not kept[2].error and kept[2].event is None
     assert st.step == 3 and st.events_seen == 1 and st.lines_seen == 3
 

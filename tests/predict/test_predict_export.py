@@ -188,13 +188,14 @@ def test_prediction_viewer_predicts_a_run_stopped_before_its_test_evaluation(tra
     assert set(view._pred) == set(view._gt) and bytes(view.image.value).startswith(b"\x89PNG")
 
 
-def test_metrics_say_which_model_and_best_pt_is_scored_on_test(trained, tmp_path):
-    """metrics.json's test_best is best.pt's test score: lanenb predict with best.pt agrees."""
-    data, run = trained
+def test_without_validation_the_headline_is_the_last_models(trained):
+    """A --no-val run picks no best model (best.pt is kept by train loss only): metrics.json
+    scores and heads with the last model, its epochs counted from 1 in every word."""
+    _data, run = trained
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["models"]["test_best"] == f"best.pt (epoch {metrics['best_epoch']})"
-    assert main(["predict", "--weights", str(run / "checkpoints" / "best.pt"), "--data", str(data),
-                 "--out", str(tmp_path / "b"), "--no-draw"]) == 0
-    ours = json.loads((tmp_path / "b" / "metrics.json").read_text())
-    assert ours["accuracy"] == pytest.approx(metrics["test_best"]["accuracy"])
-    assert ours["fn"] == pytest.approx(metrics["test_best"]["fn"])
+    assert (metrics["headline_model"], metrics["test_best"], metrics["best_epoch"]) == ("last model", None, None)
+    assert metrics["models"] == {"test": f"last model (after epoch 2, step {metrics['steps']})", "test_best": None}
+    head = metrics["headline"]
+    assert (head["label"], head["epoch"], head["other"]) == ("last, epoch 2", 1, None)
+    assert head["accuracy"] == metrics["accuracy"] == metrics["test"]["accuracy"]
+    assert (run / "checkpoints" / "best.pt").is_file()  # still written (by train loss), not presented

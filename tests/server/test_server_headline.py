@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("mpirun", "scripted_cleanup")
 
 LAST = {"accuracy": 0.948, "fp": 0.03, "fn": 0.02, "frames": 12}
 BEST = {"accuracy": 0.938, "fp": 0.05, "fn": 0.04, "frames": 12}
-EPOCHS = 3  # epochs 0, 1, 2: the last model is "epoch 2", best.pt was picked at epoch 1
+EPOCHS = 3  # epoch indexes 0, 1, 2, said 1..3: the last model is "epoch 3", best.pt was picked at index 1 ("epoch 2")
 
 
 def trainer_script(with_best: bool) -> list[dict]:
@@ -43,8 +43,8 @@ def write_metrics(run_dir: str, with_best: bool) -> None:
     chosen = BEST if with_best else LAST
     metrics = {**{k: chosen[k] for k in ("accuracy", "fp", "fn")},
                "headline_model": "best.pt" if with_best else "last model", "best_epoch": 1,
-               "models": {"test": f"last model (after epoch {EPOCHS - 1}, step 6)",
-                          "test_best": "best.pt (epoch 1)" if with_best else None},
+               "models": {"test": f"last model (after epoch {EPOCHS}, step 6)",
+                          "test_best": "best.pt (epoch 2)" if with_best else None},
                "status": "completed", "test": LAST, "test_best": BEST if with_best else None,
                "best": {"epoch": 1, "accuracy": 0.7}, "epochs": EPOCHS, "steps": 6, "world_size": 2,
                "engine": "ddp", "duration_s": 1.0}
@@ -53,9 +53,9 @@ def write_metrics(run_dir: str, with_best: bool) -> None:
 
 CASES = {
     # name: (with best.pt, headline words, table cell)
-    "lane-best": (True, "test acc 0.9380 (best.pt, epoch 1), 0.9480 (last, epoch 2)",
-                  "0.9380 test (best.pt, epoch 1); 0.9480 (last, epoch 2)"),
-    "lane-last": (False, "test acc 0.9480 (last, epoch 2)", "0.9480 test (last, epoch 2)"),
+    "lane-best": (True, "test acc 0.9380 (best.pt, epoch 2), 0.9480 (last, epoch 3)",
+                  "0.9380 test (best.pt, epoch 2); 0.9480 (last, epoch 3)"),
+    "lane-last": (False, "test acc 0.9480 (last, epoch 3)", "0.9480 test (last, epoch 3)"),
 }
 
 
@@ -84,9 +84,9 @@ async def test_every_face_shows_the_same_labelled_headline(runs, jp_fetch, capsy
         job = get_job(name)
         # job.metrics: the labelled headline beside the raw test / test_best
         head = job.metrics["headline"]
-        assert head["text"] == words and head["label"] == ("best.pt, epoch 1" if with_best else "last, epoch 2")
+        assert head["text"] == words and head["label"] == ("best.pt, epoch 2" if with_best else "last, epoch 3")
         assert head["accuracy"] == (BEST if with_best else LAST)["accuracy"]
-        assert (head["other"] or {}).get("label") == ("last, epoch 2" if with_best else None)
+        assert (head["other"] or {}).get("label") == ("last, epoch 3" if with_best else None)
         # the status line (live view, %lanetrain --wait) and the REST API's jobs list (the sidebar)
         assert words in tail_state(job).summary()
         assert listing[name]["headline"]["text"] == words and listing[name]["accuracy"] == head["accuracy"]
@@ -101,12 +101,12 @@ async def test_every_face_shows_the_same_labelled_headline(runs, jp_fetch, capsy
         shown = capsys.readouterr().out
         accuracy = (BEST if with_best else LAST)["accuracy"]
         assert f"test accuracy {accuracy:.4f}" in shown and f"({head['label']}; 12 frames)" in shown
-        assert ("last, epoch 2: accuracy 0.9480" in shown) is with_best
+        assert ("last, epoch 3: accuracy 0.9480" in shown) is with_best
         assert main(["jobs", "show", name, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["headline"]["text"] == words
         # the charts' test labels (notebook view, sidebar panel and static image draw these rows)
         labels = [r["label"] for r in run_rows(tail_state(job))["tests"]]
-        assert labels == [f"test {accuracy:.3f} ({head['label']})"] + (["test 0.948 (last, epoch 2)"] * with_best)
+        assert labels == [f"test {accuracy:.3f} ({head['label']})"] + (["test 0.948 (last, epoch 3)"] * with_best)
         charted = [r["label"] for r in state["state"]["charts"]["rows"]["tests"]]
         assert charted == labels
     assert main(["jobs", "list"]) == 0
@@ -120,4 +120,4 @@ async def test_every_face_shows_the_same_labelled_headline(runs, jp_fetch, capsy
     # %lanecompare
     cells = {r["run"]: r["test_cell"] for r in compare(["lane-best", "lane-last"]).rows}
     assert cells == {name: cell for name, (_, _, cell) in CASES.items()}
-    assert "0.9380 test (best.pt, epoch 1); 0.9480 (last, epoch 2)" in repr(compare(["lane-best", "lane-last"]))
+    assert "0.9380 test (best.pt, epoch 2); 0.9480 (last, epoch 3)" in repr(compare(["lane-best", "lane-last"]))

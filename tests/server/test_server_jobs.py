@@ -74,7 +74,7 @@ async def test_updates_resume_from_the_cursor_without_losing_or_repeating_lines(
     assert first["updates"][0]["status"]["state"] == "succeeded"
     shown = [u["display"] for u in first["updates"] if "line" in u]
     assert "plain output of rank 0" in shown
-    assert any(text and text.startswith("epoch 0 step 1/6") for text in shown)  # events in words
+    assert any(text and text.startswith("epoch 1 step 1/6") for text in shown)  # events in words
     steps = [u["event"] for u in first["updates"] if u.get("event", {}).get("kind") == "step"]
     assert [e["step"] for e in steps] == [1, 2, 3, 4, 5, 6]
 
@@ -127,7 +127,7 @@ async def test_updates_carry_the_shared_state_and_a_new_tab_starts_at_the_live_e
     metrics = body_of(await jp_fetch("lanenb", "jobs", "lane-tab", "metrics"))
     # what the panel draws, and no more: the raw histories (series, epochs, system) are metrics'
     assert set(tab["state"]) == {"state", "step", "total_steps", "progress", "eta_s", "world_size", "headline",
-                                 "verdict", "ranks", "charts"}
+                                 "verdict", "ranks", "charts", "epoch", "epochs_total"}
     assert {k: metrics[k] for k in tab["state"]} == tab["state"]  # one state, two routes
     assert tab["state"]["step"] == 6 and tab["state"]["headline"]["accuracy"] == pytest.approx(0.91)
     assert [r["rank"] for r in tab["state"]["ranks"]] == [0, 1]

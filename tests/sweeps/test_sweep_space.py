@@ -96,21 +96,21 @@ def test_the_learning_rate_follows_the_global_batch_by_the_rule():
 
 
 @pytest.mark.parametrize("pruner,expected", [
-    # ASHA (reduction factor 3): 6 trials at the rung, the top third go on: the 2nd best, 0.700, is the cutoff
-    ("asha", ("pruned at epoch 1: val.accuracy 0.628, below the rung's cutoff 0.700 (the top third of 6 trials "
+    # ASHA (reduction factor 4): 9 trials at the rung, the top quarter go on: the 2nd best, 0.700, is the cutoff
+    ("asha", ("pruned at epoch 1: val.accuracy 0.628, below the rung's cutoff 0.700 (the top quarter of 9 trials "
               "there; best 0.746)")),
-    ("median", "pruned at epoch 1: val.accuracy 0.628, the other trials' median there 0.255 (best 0.746)"),
+    ("median", "pruned at epoch 1: val.accuracy 0.628, the other trials' median there 0.175 (best 0.746)"),
 ])
 def test_a_pruned_trial_says_why_in_its_pruners_own_rule(pruner, expected):
-    """ASHA keeps the top third of a rung, not the trials above the median: a trial at 0.628
-    with the median at 0.255 is pruned because two trials did better, and says so."""
+    """ASHA keeps the top quarter of a rung, not the trials above the median: a trial at 0.628
+    with the median at 0.175 is pruned because two trials did better, and says so."""
     import optuna
 
     from lanenb.sweeps.driver import _pruned_why, _Running
     from lanenb.sweeps.study import Objective, make_pruner
 
     study = optuna.create_study(direction="maximize", pruner=make_pruner(pruner, 1))
-    for value in (0.746, 0.700, 0.255, 0.200, 0.100):
+    for value in (0.746, 0.700, 0.255, 0.200, 0.150, 0.120, 0.110, 0.100):
         trial = study.ask()
         trial.report(value, 1)
         study.tell(trial, value)

@@ -61,7 +61,7 @@ def test_console_renderer_formats_events_and_plain_lines():
         for line in p.feed(raw):
             r(line)
     text = out.getvalue()
-    assert "[0] epoch 1 step 7/20 loss 0.5000 lr 1.00e-02 12.5 img/s" in text
+    assert "[0] epoch 2 step 7/20 loss 0.5000 lr 1.00e-02 12.5 img/s" in text  # epoch index 1: the 2nd
     assert "[1] some warning" in text
     assert "[1] ERROR RuntimeError: boom\nTraceback ..." in text
     assert "system" not in text  # hidden unless --show-system

@@ -61,10 +61,11 @@ def test_loss_falls_and_run_dir_is_complete(full_run, synth_root):
     assert metrics["headline_model"] == "best.pt" and metrics["accuracy"] == metrics["test_best"]["accuracy"]
     # the labelled headline every face shows (evaluation/headline.py), written by the trainer itself
     head = metrics["headline"]
-    assert head["label"] == f"best.pt, epoch {metrics['best_epoch']}" and head["accuracy"] == metrics["accuracy"]
+    # the labels count epochs from 1, best_epoch (like the events) from 0
+    assert head["label"] == f"best.pt, epoch {metrics['best_epoch'] + 1}" and head["accuracy"] == metrics["accuracy"]
     last_epoch = metrics["epochs"] - 1
     if metrics["best_epoch"] != last_epoch:
-        assert head["other"]["label"] == f"last, epoch {last_epoch}"
+        assert head["other"]["label"] == f"last, epoch {metrics['epochs']}"
         assert head["other"]["accuracy"] == metrics["test"]["accuracy"]
     else:
         assert head["other"] is None

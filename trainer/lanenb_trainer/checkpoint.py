@@ -42,7 +42,12 @@ def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, glob
                lr: float, best: dict | None, config: dict, world_size: int,
                rng_states: list | None = None, model_args: dict | None = None,
                epoch_tallies: list | None = None, preempted: bool = False,
-               rank_buffers: list | None = None) -> dict[str, Any]:
+               rank_buffers: list | None = None, sizing: dict | None = None) -> dict[str, Any]:
+    """The checkpoint's dict. ``sizing`` (training/resize.py) says what a run on another number of
+    ranks needs: ``accumulation`` (micro-batches per optimizer step), ``global_batch`` (images per
+    optimizer step), ``lr_factor`` (a resize's LR rule), ``schedule`` (the world size, global batch
+    and total steps the LR schedule counts against), ``epoch_position`` (samples of the epoch's
+    order consumed by all ranks) and ``images_done`` (since step 0); absent in older checkpoints."""
     return {
         # what build_model needs to rebuild this very model (lanenb predict/export read it)
         "model_args": model_args,
@@ -64,6 +69,7 @@ def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, glob
         "saved_at": time.time(),  # which checkpoint this is: a resume names it (training/attempts.py)
         # with ``preempted``: every rank's buffers {name: tensor} (they are averaged at epoch ends only)
         "rank_buffers": rank_buffers,
+        **(sizing or {}),
     }
 
 
@@ -99,14 +105,15 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
     return state
 
 
-def check_compatible(state: dict[str, Any], *, batch_size: int, world_size: int, backbone: str,
+def check_compatible(state: dict[str, Any], *, batch_size: int | None, world_size: int | None, backbone: str,
                      seed: int | None = None, val_fraction: float | None = None,
                      use_val: bool | None = None) -> None:
     """``--resume`` is exact only with what fixed the data order and the split: world size, batch
-    size, seed, validation hold-out and ``--use-val``, and of course the backbone."""
+    size, seed, validation hold-out and ``--use-val``, and of course the backbone. ``None`` leaves
+    a value unchecked: a resize (training/resize.py) checks world size and batch size itself."""
     cfg = state.get("config", {})
     problems = []
-    if state.get("world_size") != world_size:
+    if world_size is not None and state.get("world_size") != world_size:
         problems.append(f"world size {state.get('world_size')} (now {world_size})")
     checks = [("batch size", "batch_size", batch_size), ("backbone", "backbone", backbone),
               ("--seed", "seed", seed), ("--val-fraction", "val_fraction", val_fraction),

@@ -27,6 +27,9 @@ DEVICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("float16", "bfloat16")
 BACKBONES = list_models()
 IMAGENET_BACKBONES = imagenet_models()  # with a torchvision ImageNet layout
+# how the LR follows a resize that changes the global batch (training/resize.py): the sweep's
+# rules (linear, sqrt: lanenb.sweeps.scaling_rule) and keep (the same effective rate)
+RESIZE_LR_RULES = ("linear", "sqrt", "keep")
 
 
 class ConfigError(UserError, ValueError):
@@ -65,6 +68,10 @@ class TrainConfig:
             written under the same id is continued without ``--resume``: a launcher starting
             the run again after a preemption or a killed rank must not start over in its run
             dir. None: only ``--resume`` continues.
+        resize_lr_rule: resuming a checkpoint written by another number of ranks (or batch
+            size): None keeps its global batch by gradient accumulation (refused when it cannot
+            be kept exactly); ``linear``, ``sqrt`` or ``keep`` train at the new global batch
+            with the effective LR moved by that rule (training/resize.py).
         seed: fixes the init, the split and the data order.
         weights: a local weights file for the whole model (nothing is downloaded).
         backbone_weights: a local torchvision ImageNet file for the backbone.
@@ -120,6 +127,7 @@ class TrainConfig:
     max_steps: int = 0  # 0 = no limit
     resume: bool = False
     run_id: str | None = None  # a last.pt of the same run id is resumed without --resume
+    resize_lr_rule: str | None = None  # None: a resize keeps the global batch (accumulation)
     seed: int = 0
     weights: str | None = None
     backbone_weights: str | None = None  # torchvision ImageNet weights for the backbone
@@ -230,6 +238,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
     g.add_argument("--resume", action="store_true", default=None, help="continue from RUN_DIR/checkpoints/last.pt")
     g.add_argument("--run-id", help="the run this launch belongs to (the job name): a checkpoint of the same "
                    "run in RUN_DIR is continued without --resume (a launcher's restart)")
+    g.add_argument("--resize-lr-rule", help=f"{'|'.join(RESIZE_LR_RULES)}: resuming on another number of ranks "
+                   "or batch size, train at the new global batch with the LR moved by this rule (default: keep "
+                   "the checkpoint's global batch by gradient accumulation)")
     g.add_argument("--deterministic", action="store_true", default=None,
                    help="deterministic GPU algorithms: a resumed run ends bit-identical (slower)")
     g.add_argument("--seed", type=int, help=f"(default {d.seed})")
@@ -307,6 +318,8 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"--engine {c.engine!r} is not one of {', '.join(ENGINES)}")
     if c.device not in DEVICES:
         raise ConfigError(f"--device {c.device!r} is not one of {', '.join(DEVICES)}")
+    if c.resize_lr_rule is not None and c.resize_lr_rule not in RESIZE_LR_RULES:
+        raise ConfigError(f"--resize-lr-rule {c.resize_lr_rule!r} is not one of {', '.join(RESIZE_LR_RULES)}")
     if c.amp_dtype not in AMP_DTYPES:
         raise ConfigError(f"--amp-dtype {c.amp_dtype!r} is not one of {', '.join(AMP_DTYPES)}")
     if c.backbone not in list_models():

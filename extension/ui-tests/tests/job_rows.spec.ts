@@ -1,7 +1,7 @@
 // The jobs list reads whole at JupyterLab's default sidebar width, in a real JupyterLab and
 // Chromium: the finished runs recorded by tests/browser/test_lab_job_rows.py (a healthy one and
 // an input-bound one, whose verdict is the longest line the doctor writes) show their headline
-// ("0.941 test · best.pt, epoch 8") and verdict in full, wrapped at spaces, never cut by an
+// ("0.941 test · best.pt, epoch 9") and verdict in full, wrapped at spaces, never cut by an
 // ellipsis or hidden past the sidebar's edge.
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
@@ -40,7 +40,7 @@ test('a job row shows its whole headline and verdict at the default sidebar widt
     await expect(item.locator('.lanenb-chip')).toHaveText('succeeded');
     const headline = item.locator('.lanenb-job-accuracy');
     const verdict = item.locator('.lanenb-job-verdict');
-    await expect(headline).toHaveText(/^0\.9\d\d test · best\.pt, epoch 8$/);
+    await expect(headline).toHaveText(/^0\.9\d\d test · best\.pt, epoch 9$/);
     await expect(verdict).toHaveText(/^(healthy|input-bound): /);
     for (const part of [headline, verdict]) {
       const fit: IFit = await part.evaluate(node => {

@@ -98,7 +98,9 @@ test('a job launched from a notebook cell is listed, succeeds and its charts are
   await item.locator('.lanenb-job-name').click();
   const panel = page.locator('.lanenb-job-panel');
   await expect(panel).toBeVisible();
-  await expect(panel.locator('.lanenb-log')).toContainText(/epoch 0 step 1\/\d+ loss/, { timeout: 30000 });
+  // epochs counted from 1 in every text, as the chart's axis: the log and the status line
+  await expect(panel.locator('.lanenb-log')).toContainText(/epoch 1 step 1\/\d+ loss/, { timeout: 30000 });
+  await expect(panel.locator('.lanenb-panel-status')).toContainText(/ · epoch 1\/1$/); // --epochs 1
   await expect(panel.locator('.lanenb-log')).toContainText('test');
   await expect(panel.locator('.lanenb-chip')).toHaveText('succeeded');
   await expect(panel.locator('.lanenb-panel-headline')).toHaveText(/test acc \d\.\d{4} \((best\.pt|last)/);

@@ -167,7 +167,8 @@ def build_command(spec: TrainSpec, run_dir: str | None = None) -> Command:
         distribution=MpiDistribution(process_count_per_instance=spec.processes // opts.instance_count),
         instance_count=opts.instance_count,
         shm_size=shm,
-        tags={"lanenb.job": str(spec.name), "lanenb.backbone": spec.backbone,
+        tags={**spec.labels,  # the job's labels (a sweep's trial labels), never over lanenb's own
+              "lanenb.job": str(spec.name), "lanenb.backbone": spec.backbone,
               "lanenb.global_batch": str(spec.global_batch)},
     )
 

@@ -90,7 +90,7 @@ def cluster_run_dir(spec: TrainSpec) -> str | None:
 
 def _labels(spec: TrainSpec) -> dict[str, str]:
     labels = {
-        **spec.k8s.labels,  # the user's (a sweep's trial labels): never over lanenb's own
+        **spec.labels, **spec.k8s.labels,  # the user's and a sweep's trial labels: never over lanenb's own
         "app.kubernetes.io/managed-by": MANAGED_BY,
         "app.kubernetes.io/name": "lanenb-trainer",
         "app.kubernetes.io/instance": str(spec.name),

@@ -48,8 +48,9 @@ from lanenb.backends.local.supervise import (
     LOG_NAME,
     PIDS_NAME,
     SUPERVISOR_PREFIX,
+    SUSPEND_NAME,
 )
-from lanenb.contract.backend import Backend, LogChunk, LogLine, RunDirGoneError
+from lanenb.contract.backend import Backend, JobStateError, LogChunk, LogLine, RunDirGoneError
 from lanenb.contract.redact import redact_chunk, redact_line
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.home import make_private_dir
@@ -95,6 +96,9 @@ class LocalBackend(Backend):
 
     name = "local"
     runs_here = True
+    # a resume relaunches from the spec: loader workers, and the rank count (the trainer decides
+    # whether a checkpoint of another world size can go on)
+    resume_changes = frozenset({"num_workers", "processes"})
 
     def __init__(self, *, program: Sequence[str] | None = None, trainer_args: bool = True,
                  grace: float = 10.0, python: str | None = None, poll_interval: float = 0.1,
@@ -153,7 +157,7 @@ class LocalBackend(Backend):
         if run_dir is None:
             raise TypeError("the local backend runs a job in a local directory: run_dir must be a path, not None")
         run = make_private_dir(Path(run_dir).expanduser().resolve())
-        for stale in (EXIT_NAME, CANCEL_NAME):  # a reused run dir must not look finished
+        for stale in (EXIT_NAME, CANCEL_NAME, SUSPEND_NAME):  # a reused run dir must not look finished
             (run / stale).unlink(missing_ok=True)
         log_path = run / LOG_NAME
         argv = self.launcher_argv(spec, run)
@@ -291,6 +295,10 @@ class LocalBackend(Backend):
         cancel = _read_json(run / CANCEL_NAME)
         if cancel is not None:
             return JobStatus(JobState.CANCELLED, reason="cancelled by user", finished=cancel.get("time"))
+        suspend = _read_json(run / SUSPEND_NAME)
+        if suspend is not None:  # the machine went down while the suspend was stopping the ranks
+            return JobStatus(JobState.SUSPENDED, reason=self._suspended_reason(handle),
+                             started=handle.get("create_time"))
         return JobStatus(JobState.LOST, reason=self._lost_reason(handle), finished=time.time())
 
     def _lost_reason(self, handle: dict[str, Any]) -> str:
@@ -329,8 +337,11 @@ class LocalBackend(Backend):
         if _read_json(run / CANCEL_NAME) is not None:
             return JobStatus(JobState.CANCELLED, reason="cancelled by user", started=started,
                              finished=finished, exit_code=rc, message=message)
-        if rc == 0:
+        if rc == 0:  # a suspend that came after the last step: the run is done, nothing to resume
             return JobStatus(JobState.SUCCEEDED, started=started, finished=finished, exit_code=0, message=message)
+        if _read_json(run / SUSPEND_NAME) is not None:
+            return JobStatus(JobState.SUSPENDED, reason=self._suspended_reason(handle), started=started,
+                             exit_code=rc, message=message)
         if rc == exitcodes.PREEMPTED:
             return JobStatus(JobState.PREEMPTED, reason=self._preempted_reason(handle, exit_info), started=started,
                              finished=finished, exit_code=rc, message=message)
@@ -389,6 +400,17 @@ class LocalBackend(Backend):
                 f"restart{'s' if used != 1 else ''} (max_restarts); submit it again with the same run_dir and "
                 "--resume to go on")
 
+    def _suspended_reason(self, handle: dict[str, Any]) -> str:
+        """Where the suspend stopped the run (its ``preempted`` event), and how to go on."""
+        last = None
+        for line in tail_text(Path(handle["log"]), tail_bytes=256 * 1024):
+            ev = parse_line(line)
+            if ev is not None and ev.kind == "preempted":
+                last = ev
+        where = (f"every rank stopped at step {last.get('step')} with a checkpoint" if last is not None
+                 else "the ranks stopped before a checkpoint of this launch")
+        return f"suspended by user: {where}; resume() continues from {handle.get('run_dir')}"
+
     def _failure_reason(self, handle: dict[str, Any], rc: int, exit_info: dict[str, Any]) -> str:
         if exit_info.get("error"):
             return f"could not start the launcher: {exit_info['error']}"
@@ -444,10 +466,49 @@ class LocalBackend(Backend):
             return
         run = Path(handle["run_dir"])
         if (run / EXIT_NAME).exists():
+            finished = self._finished_status(handle)
+            if finished is not None and finished.state is JobState.SUSPENDED:  # nothing runs: the pause ends it
+                write_json(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
             return  # already over: nothing to stop, keep its real outcome
         self._check_host(handle)
         write_json(run / CANCEL_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
         self._stop(handle)
+
+    def suspend(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
+        """Stop the ranks the way a preemption does and keep the job: ``suspend.json``, then the
+        supervisor's SIGTERM, which gives each rank one SIGTERM (every rank checkpoints at the
+        next step boundary and exits 75) and is never answered with a restart. Returns once
+        no process of the job is left (the cores are free); ``status`` then reads SUSPENDED.
+
+        Raises:
+            JobStateError: the job has already ended (nothing to suspend).
+            RuntimeError: the job runs on another machine.
+        """
+        if not handle or (Path(handle["run_dir"]) / EXIT_NAME).exists():
+            raise JobStateError(f"job {spec.name!r} is not running: nothing to suspend")
+        self._check_host(handle)
+        write_json(Path(handle["run_dir"]) / SUSPEND_NAME, {"time": time.time(), "by_pid": os.getpid()}, indent=None)
+        self._stop(handle)
+
+    def resume(self, spec: TrainSpec, handle: dict[str, Any], *, from_checkpoint: bool = True) -> dict[str, Any]:
+        """Start a suspended or preempted job again: a new supervisor over the same run dir and
+        log, with ``spec``'s command (``--run-id`` the job's name, so the trainer continues from
+        the run's ``last.pt``). Needs only the handle and the run dir: it works from a new
+        process, after the machine restarted.
+
+        Raises:
+            JobStateError: ``from_checkpoint=False`` (a local run always continues from its own
+                checkpoint: submit a new job to start over), or processes of the job still run.
+            RuntimeError: the job ran on another machine.
+        """
+        if not from_checkpoint:
+            raise JobStateError("from_checkpoint=False: a local job always continues from its run's last checkpoint "
+                                "(the trainer's --run-id rule); submit a new job to start over")
+        self._check_host(handle)
+        if self._supervisor(handle) is not None or self._recorded_ranks(handle):
+            raise JobStateError(f"job {spec.name!r} still has running processes: suspend() or cancel() it first")
+        (Path(handle["run_dir"]) / SUSPEND_NAME).unlink(missing_ok=True)
+        return self.submit(spec, handle["run_dir"])
 
     def stop_leftovers(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Stop whatever of a finished (or lost) job still runs, without marking it cancelled.

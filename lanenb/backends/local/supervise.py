@@ -79,6 +79,7 @@ DIGEST_STEPS = 512  # step events kept per stride; the stride doubles after each
 _KIND = re.compile(r'"kind":\s*"(\w+)"')
 EXIT_NAME = "exit.json"
 CANCEL_NAME = "cancel.json"
+SUSPEND_NAME = "suspend.json"  # written by LocalBackend.suspend before its stop: the stop is a pause
 PIDS_NAME = "pids"  # folder: rank-<R>.json written by each rank's guard
 RESERVE_NAME = ".exit.reserve"  # space set aside at start so exit.json fits on a full disk
 SUPERVISOR_PREFIX = "[lanenb-supervisor] "
@@ -346,6 +347,7 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
             while True:
                 info.update(_run_launcher(argv, env, log, stopper))
                 rc = info["returncode"]
+                # a signal to the supervisor is a person's cancel or suspend: never restarted
                 if stopper.signals or not exitcodes.restartable(rc) or len(restarts) >= max_restarts:
                     break
                 restarts.append({"t": round(time.time(), 3), "returncode": rc, "why": _restart_why(rc)})

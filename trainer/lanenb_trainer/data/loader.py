@@ -2,10 +2,15 @@
 
 ``ResumableDistributedSampler`` shards like ``torch.utils.data.DistributedSampler`` (same
 seeded permutation on every rank, padded or trimmed to a multiple of the world size, rank
-``r`` takes every ``world_size``-th index from ``r``), and adds ``start_index``: the number of
-this rank's samples already consumed in the current epoch (``batches_done * batch_size``),
-skipped on the next iteration only, so a job resumed from a mid-epoch checkpoint sees exactly
-the samples it had not seen yet.
+``r`` takes every ``world_size``-th index from ``r``), and adds a resume position, skipped on
+the next iteration only, so a job resumed from a mid-epoch checkpoint sees exactly the samples
+it had not seen yet: ``start_index``, this rank's samples already consumed in the current epoch
+(``batches_done * batch_size``), or ``start_position``, the epoch's samples consumed by all ranks
+together. The epoch's order is one global permutation of the seed and the epoch, whatever the
+world size, and each step of every rank takes a contiguous block of it (``world_size x
+batch_size`` positions), so the samples consumed are always a prefix of it: a run resumed on
+another number of ranks (``training/resize.py``) splits the rest of that order over its ranks,
+and the epoch sees every sample once, none twice.
 
 When the dataset has ``set_epoch`` the sampler yields ``(epoch, index)`` pairs: the epoch
 travels with each index into the workers, so augmentation stays a function of
@@ -49,7 +54,7 @@ class ResumableDistributedSampler(Sampler):
         if self.num_samples == 0:
             raise ValueError(f"dataset of {n} frames is smaller than world_size {num_replicas}")
         self.total_size = self.num_samples * num_replicas
-        self.start_index = 0
+        self.start_position = 0  # samples of the epoch's order consumed by all ranks together
         self.set_start_index(start_index)
 
     def set_epoch(self, epoch: int) -> None:
@@ -58,11 +63,31 @@ class ResumableDistributedSampler(Sampler):
         if self._dataset_set_epoch is not None:
             self._dataset_set_epoch(self.epoch)
 
+    @property
+    def start_index(self) -> int:
+        """This rank's samples skipped at the next iteration (rounded down after a resize)."""
+        return self.start_position // self.num_replicas
+
     def set_start_index(self, start_index: int) -> None:
+        """Skip this rank's first ``start_index`` samples of the next iteration (a resume at the
+        same world size: ``batches_done * batch_size``)."""
         if not 0 <= start_index <= self.num_samples:
             raise ValueError(f"start_index must be in [0, {self.num_samples}] (samples per rank "
                              f"per epoch); got {start_index}")
-        self.start_index = int(start_index)
+        self.start_position = int(start_index) * self.num_replicas
+
+    def set_start_position(self, position: int) -> None:
+        """Skip the epoch order's first ``position`` samples at the next iteration, whichever
+        world size consumed them (a resume on another number of ranks); the rest is split over
+        this sampler's ranks, each taking the same number of samples.
+
+        Raises:
+            ValueError: ``position`` is outside the epoch's ``[0, total_size]``.
+        """
+        if not 0 <= position <= self.total_size:
+            raise ValueError(f"start_position must be in [0, {self.total_size}] (samples per epoch); "
+                             f"got {position}")
+        self.start_position = int(position)
 
     def _indices(self) -> list[int]:
         if self.shuffle:
@@ -75,17 +100,19 @@ class ResumableDistributedSampler(Sampler):
             pad = self.total_size - len(idx)
             idx += (idx * math.ceil(pad / len(idx)))[:pad]
         idx = idx[: self.total_size]
-        return idx[self.rank: self.total_size: self.num_replicas]
+        # the rest of the order after the resume position, a whole number of samples per rank
+        skip, self.start_position = self.start_position, 0  # the resume position applies once
+        rest = (self.total_size - skip) // self.num_replicas * self.num_replicas
+        return idx[skip + self.rank: skip + rest: self.num_replicas]
 
     def __iter__(self) -> Iterator:
-        skip, self.start_index = self.start_index, 0  # resume offset applies once
-        mine = self._indices()[skip:]
+        mine = self._indices()
         if self.yield_epoch:
             return iter([(self.epoch, i) for i in mine])
         return iter(mine)
 
     def __len__(self) -> int:
-        return self.num_samples - self.start_index
+        return (self.total_size - self.start_position) // self.num_replicas
 
 
 def worker_init(_worker_id: int) -> None:

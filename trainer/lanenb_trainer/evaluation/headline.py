@@ -9,13 +9,18 @@ sidebar, the REST API, ``lanenb jobs list/show``, ``job.metrics``) asks this mod
 The rule, the same as ``metrics.json``'s top-level ``accuracy``: the headline is ``best.pt``'s
 test figure when there is one, else the last model's test figure, else (while training) the
 latest validation accuracy. When both test figures exist for different epochs, the other one is
-carried as ``other`` so a face shows both, each with its label ("best.pt, epoch 6" / "last,
-epoch 9"). Epochs are counted from 0, as ``metrics.json``'s ``models`` and ``best`` count them.
+carried as ``other`` so a face shows both, each with its label ("best.pt, epoch 7" / "last,
+epoch 10"). A ``Figure``'s ``epoch`` is the 0-based index ``metrics.json``'s ``best`` and the
+events carry; its ``label`` counts from 1 as people do (``lanenb_trainer.epochs.epoch_text``).
+
+Without validation (``--no-val``) nothing picks a best model: the trainer scores only the last
+model, and ``from_metrics`` ignores an older file's ``best.pt`` test figure whose ``best`` was
+kept by train loss (it has no accuracy), so the headline is the last model's ("last, epoch 3").
 
 It lives with the trainer because the trainer applies it first, writing ``metrics.json``'s
 ``headline``, and ``lanenb.jobs`` (below the analysis layer) applies it to older files for
 ``job.metrics``; the faces import it as ``lanenb.analysis.headline``. Pure functions of plain
-dicts: no imports.
+dicts: no imports but the epoch words (``lanenb_trainer.epochs``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from lanenb_trainer.epochs import epoch_text
 
 __all__ = ["Figure", "Headline", "figure", "choose", "from_metrics", "BEST", "LAST", "VAL"]
 
@@ -42,8 +49,8 @@ def _int(value: Any) -> int | None:
 @dataclass(frozen=True)
 class Figure:
     """One scored model: ``model`` is ``"best.pt"``, ``"last"`` or ``"val"`` (the latest
-    validation, before any test), ``epoch`` its epoch (from 0, as the log's "epoch 9 done" and
-    ``metrics.json`` count; ``None`` when unknown)."""
+    validation, before any test), ``epoch`` its epoch index (from 0, as the events and
+    ``metrics.json`` count; ``None`` when unknown); ``label`` counts from 1."""
 
     model: str
     epoch: int | None
@@ -54,11 +61,11 @@ class Figure:
 
     @property
     def label(self) -> str:
-        """Which model the numbers are for: "best.pt, epoch 6", "last, epoch 9"; a validation
-        figure says its epoch only ("epoch 3"), its split already says "val"."""
+        """Which model the numbers are for: "best.pt, epoch 7", "last, epoch 10" (epochs counted
+        from 1); a validation figure says its epoch only ("epoch 3"), its split already says "val"."""
         if self.model == VAL:
-            return "latest epoch" if self.epoch is None else f"epoch {self.epoch}"
-        return self.model if self.epoch is None else f"{self.model}, epoch {self.epoch}"
+            return "latest epoch" if self.epoch is None else epoch_text(self.epoch)
+        return self.model if self.epoch is None else f"{self.model}, {epoch_text(self.epoch)}"
 
     @property
     def split(self) -> str:
@@ -90,14 +97,14 @@ class Headline:
         return self.primary.label
 
     def short(self, digits: int = 4) -> str:
-        """Table cell: "0.9380 test (best.pt, epoch 6); 0.9480 (last, epoch 9)"."""
+        """Table cell: "0.9380 test (best.pt, epoch 7); 0.9480 (last, epoch 10)"."""
         text = f"{_fmt(self.primary.accuracy, digits)} {self.split} ({self.primary.label})"
         if self.other is not None:
             text += f"; {_fmt(self.other.accuracy, digits)} ({self.other.label})"
         return text
 
     def text(self, digits: int = 4) -> str:
-        """Status line part: "test acc 0.9380 (best.pt, epoch 6), 0.9480 (last, epoch 9)"."""
+        """Status line part: "test acc 0.9380 (best.pt, epoch 7), 0.9480 (last, epoch 10)"."""
         text = f"{self.split} acc {_fmt(self.primary.accuracy, digits)} ({self.primary.label})"
         if self.other is not None:
             text += f", {_fmt(self.other.accuracy, digits)} ({self.other.label})"
@@ -105,7 +112,7 @@ class Headline:
 
     def long(self, digits: int = 4) -> str:
         """With FP/FN and frames, for summaries: "test accuracy 0.9380 FP 0.0500 FN 0.0400
-        (best.pt, epoch 6; 32 frames); last, epoch 9: accuracy 0.9480 FP ... FN ..."."""
+        (best.pt, epoch 7; 32 frames); last, epoch 10: accuracy 0.9480 FP ... FN ..."."""
         p = self.primary
         frames = f"; {p.frames} frames" if p.frames is not None else ""
         text = (f"{p.split} accuracy {_fmt(p.accuracy, digits)} FP {_fmt(p.fp, digits)} FN {_fmt(p.fn, digits)} "
@@ -153,13 +160,18 @@ def choose(last: Figure | None, best: Figure | None, val: Figure | None = None) 
 def from_metrics(metrics: Mapping[str, Any] | None) -> Headline | None:
     """The headline of a finished run's ``metrics.json`` (``job.metrics``): ``test`` is the last
     model's (after epoch ``epochs - 1``), ``test_best`` is ``best.pt``'s (epoch ``best_epoch``).
-    Older files with only ``test`` give the last model's figure."""
+    Older files with only ``test`` give the last model's figure, and so does a run without
+    validation: its ``best`` (kept by train loss, no ``accuracy``) was not chosen on validation
+    frames, so its ``test_best`` is not presented as the run's best model."""
     if not isinstance(metrics, Mapping):
         return None
     epochs = _int(metrics.get("epochs"))
     last = figure(LAST, metrics.get("test"), epochs - 1 if epochs else None)
+    kept = metrics.get("best")
+    if isinstance(kept, Mapping) and kept.get("accuracy") is None:
+        return choose(last, None)  # --no-val: nothing validated, no best model to present
     best_epoch = metrics.get("best_epoch")
-    if best_epoch is None and isinstance(metrics.get("best"), Mapping):
-        best_epoch = metrics["best"].get("epoch")
+    if best_epoch is None and isinstance(kept, Mapping):
+        best_epoch = kept.get("epoch")
     best = figure(BEST, metrics.get("test_best"), best_epoch)
     return choose(last, best)

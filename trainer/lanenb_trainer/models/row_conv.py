@@ -125,7 +125,7 @@ class DirectRowConv:
         """``taps``: ``[k, C_in, C_out]``; ``rows``: the slice's rows ``R`` before the
         allocation's extra zero rows."""
         self.kernel, self.rows = taps.shape[0], rows
-        weight = taps.permute(2, 1, 0).unsqueeze(2).contiguous(memory_format=torch.channels_last)
+        weight = taps.permute(2, 1, 0).unsqueeze(2).contiguous()  # what the oneDNN reorder reads
         self.conv = _Conv(weight, (1, taps.shape[1], 1, rows))
 
     def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
@@ -158,12 +158,17 @@ class WinogradRowConv:
         self.tiles = -(-self.outputs_n // _TILE)
         self.windows = self.tiles + self.segments - 1
         dtype, dev = taps.dtype, taps.device
-        # Filter transform in float64 (once per call): U[j, xi] = sum_v G[xi, v] taps[3j + v].
+        # Filter transform in float64 (once per call): U[j, xi] = sum_v G[xi, v] taps[3j + v],
+        # one matmul, then one strided copy-and-cast into the grouped conv's weight: group xi,
+        # out channel xi * C_out + o, in channel i, kernel (1, s), plain contiguous (what the
+        # oneDNN reorder reads; an einsum into a channels-last weight cost more copies: building
+        # one 128-channel convolution, which every sweep does forward and backward, measured
+        # 1.6 ms before and 0.9 ms after, alone, AVX2, one thread).
         g = torch.tensor(_G, dtype=torch.float64, device=dev)
-        u = torch.einsum("xv,jvio->xoij", g, taps.double().reshape(self.segments, _TILE, c_in, c_out))
-        # Grouped conv weight: group xi, out channel xi * C_out + o, in channel i, kernel (1, s).
-        weight = u.reshape(_WINDOW * c_out, c_in, 1, self.segments).to(dtype).contiguous(
-            memory_format=torch.channels_last)
+        u = torch.matmul(g, taps.double().reshape(self.segments, _TILE, c_in * c_out))  # [s, 5, C_in C_out]
+        weight = taps.new_empty((_WINDOW, c_out, c_in, self.segments))
+        weight.copy_(u.view(self.segments, _WINDOW, c_in, c_out).permute(1, 3, 2, 0))
+        weight = weight.view(_WINDOW * c_out, c_in, 1, self.segments)
         self.conv = _Conv(weight, (1, _WINDOW * c_in, 1, self.windows), groups=_WINDOW)
         self.c_out = c_out
         # Scratch reused by every slice of the sweep (stays in cache; no per-slice allocation).
@@ -222,7 +227,8 @@ def weight_grad(inputs: torch.Tensor, grads: torch.Tensor, kernel: int) -> torch
     not kept: the gradient in the Winograd domain (5 calls of a ``(1, 3)`` weight gradient,
     1.8x fewer multiply-adds): keeping the transformed windows from the forward slowed the
     sweep by more than it saved, and transforming them again here costs what the products
-    save.
+    save (issue 35, AVX2: alone 8.0 -> 6.7 ms at 15 slices of 180 rows, yet the whole pass at
+    4x128x16x40 was 132 ms with the direct gradient and 136 ms with it, median of 25).
 
     Args:
         inputs: ``[S, R_alloc, C_in]``, the slices the convolution read.

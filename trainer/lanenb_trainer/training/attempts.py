@@ -68,13 +68,14 @@ def _previous(run_dir: Path) -> dict[str, Any]:
 
 
 def record_resume(run_dir: Path, *, step: int, epoch: int, preempted: bool, automatic: bool,
-                  checkpoint: float | None = None) -> dict[str, Any]:
+                  checkpoint: float | None = None, resized: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rank 0, continuing from the checkpoint of global step ``step`` (written at time
     ``checkpoint``): count this resume, with the steps lost since that checkpoint (the progress
     mark minus ``step``), in ``resumes.json``; returns the ``resumed`` event's fields
     (docs/EVENTS.md). ``preempted``: the checkpoint was written for a preemption; a second
     resume from the same checkpoint follows another interruption (a rank killed before the
-    next checkpoint), which is not called a preemption."""
+    next checkpoint), which is not called a preemption. ``resized``: the checkpoint was written by
+    another number of ranks (``resize.ResizePlan.describe``: from, to, accumulation, lr_rule)."""
     before = _previous(run_dir)
     history = before.get("history") or []
     if checkpoint is not None and history and history[-1].get("checkpoint") == checkpoint:
@@ -84,11 +85,12 @@ def record_resume(run_dir: Path, *, step: int, epoch: int, preempted: bool, auto
     count = int(before.get("count") or 0) + 1
     total = int(before.get("steps_lost") or 0) + lost
     entry = {"t": round(time.time(), 3), "step": step, "epoch": epoch, "reached": reached, "steps_lost": lost,
-             "preempted": preempted, "automatic": automatic, "checkpoint": checkpoint}
+             "preempted": preempted, "automatic": automatic, "checkpoint": checkpoint, "resized": resized}
     history = [*history[-(_HISTORY - 1):], entry]
     write_json(run_dir / RESUMES_NAME, {"count": count, "steps_lost": total, "history": history})
     return {"count": count, "step": step, "epoch": epoch, "reached": reached, "steps_lost": lost,
-            "steps_lost_total": total, "preempted": preempted, "automatic": automatic}
+            "steps_lost_total": total, "preempted": preempted, "automatic": automatic,
+            **({"resized": resized} if resized else {})}  # only on a resize
 
 
 def forget_resumes(run_dir: Path) -> None:

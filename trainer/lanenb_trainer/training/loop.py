@@ -5,7 +5,9 @@ Rank 0 owns the run directory (``config.json``, ``events.jsonl``, checkpoints, p
 (``build.py``), continue from a checkpoint with ``--resume`` or when the run dir holds this
 run's own (``resume.py``), then epochs of steps, each epoch validated (``evaluate.py``) and
 checkpointed, and the test set scored with the last and the best model at the end. A SIGTERM
-to any rank ends the run at the next step boundary with a checkpoint (``preempt.py``).
+to any rank ends the run at the next step boundary with a checkpoint (``preempt.py``). A
+checkpoint of another number of ranks continues with ``resize.py``'s plan: ``k`` micro-batches
+per optimizer step (``accumulate.py``) or an LR rule.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.recipe import lr_at, scnn_loss
 from lanenb_trainer.tensorboard_log import open_sink
 from lanenb_trainer.training import build
+from lanenb_trainer.training.accumulate import Accumulator
 from lanenb_trainer.training.attempts import ProgressMark, forget_resumes, record_resume
 from lanenb_trainer.training.batches import to_device
 from lanenb_trainer.training.evaluate import Evaluator
 from lanenb_trainer.training.precision import configure_algorithms, resolve_precision
 from lanenb_trainer.training.preempt import FAULT_SIGNAL_VAR, Preemption
 from lanenb_trainer.training.replicas import sync_buffers
+from lanenb_trainer.training.resize import ResizePlan, Schedule
 from lanenb_trainer.training.resume import (
     EpochTally,
     ResumePoint,
@@ -115,6 +119,13 @@ class Trainer:
         self.signalled: list[float | None] | None = None  # each rank's SIGTERM time, once agreed
         # the last step rank 0 finished, for the steps a restart loses (attempts.py)
         self.progress = ProgressMark(self.run_dir) if self.primary else None
+        # sizing (training/resize.py): micro-batches per optimizer step and the LR factor (a
+        # resize's plan), what the LR schedule counts against, the samples of the epoch's order
+        # all ranks consumed, and the images since step 0 (the schedule's clock)
+        self.plan: ResizePlan | None = None
+        self.schedule: Schedule | None = None
+        self.epoch_position = 0
+        self.images_done = 0
 
     # -- set-up ---------------------------------------------------------------------------
     def _build(self) -> None:
@@ -140,8 +151,39 @@ class Trainer:
             load_training_state(point, self.model, self.optimizer, self.scaler)
         self.evaluator = Evaluator(cfg, eng, precision=self.precision)
         self.train_loader = build.build_train_loader(self.data.train, cfg, self.rank, eng.world_size)
-        self.steps_per_epoch = len(self.train_loader)
+        self._size(point)
+
+    def _size(self, point: ResumePoint | None) -> None:
+        """Steps per epoch and the LR schedule at this run's size, and (resumed) where the
+        checkpoint's epoch and schedule stood, in samples (the same units at any size)."""
+        cfg, world = self.cfg, self.engine.world_size
+        plan = point.plan if point is not None else None
+        k = plan.accumulation if plan is not None else 1
+        self.accumulation, self.lr_factor = k, plan.factor if plan is not None else 1.0
+        self.global_batch = plan.global_batch if plan is not None else global_batch(cfg.batch_size, world)
+        self.steps_per_epoch = len(self.train_loader) // k
         self.total_steps = self.steps_per_epoch * cfg.epochs
+        if point is None:
+            self.schedule = Schedule(world, self.global_batch, self.total_steps)
+            return
+        state = point.state
+        was = global_batch(int((state.get("config") or {}).get("batch_size") or cfg.batch_size),
+                           int(state["world_size"])) * int(state.get("accumulation") or 1)
+        was = int(state.get("global_batch") or was)
+        self.epoch_position = int(state.get("epoch_position", point.step_in_epoch * was))
+        self.images_done = int(state.get("images_done", point.global_step * was))
+        self.schedule = Schedule.from_state(state, self.steps_per_epoch)
+        self.plan = plan
+        if plan is not None and plan.resized:  # the steps left at this size (another global batch: others)
+            self.step_in_epoch = self.epoch_position // self.global_batch
+            left = self._steps_left_in_epoch() + (cfg.epochs - self.epoch - 1) * self.steps_per_epoch
+            self.total_steps = self.global_step + max(0, left)
+
+    def _steps_left_in_epoch(self) -> int:
+        """Optimizer steps from ``epoch_position`` to the epoch's end at this run's size."""
+        sampler = self.train_loader.sampler
+        per_rank = max(0, sampler.total_size - self.epoch_position) // self.engine.world_size
+        return per_rank // self.cfg.batch_size // self.accumulation
 
     def _find_checkpoint(self) -> tuple[dict[str, Any], bool] | None:
         """The checkpoint to continue from (``resume.resume_state``), the same on every rank.
@@ -167,6 +209,14 @@ class Trainer:
         self.pending_rng = point.rng
         self.pending_tally = point.tally
 
+    def _lr(self) -> float:
+        """The schedule's rate at this step: counted in the images done at the run's first global
+        batch (its optimizer steps, whatever the size since), times a resize's LR rule factor."""
+        sched = self.schedule
+        assert sched is not None
+        return lr_at(self.images_done // sched.global_batch, self.cfg, sched.world_size,
+                     sched.total_steps) * self.lr_factor
+
     def _restore_rng(self) -> None:
         assert self.pending_rng is not None
         self.pending_rng.restore(self.engine.device)
@@ -184,7 +234,11 @@ class Trainer:
                                     "input_size": list(self.cfg.image_size)},
                         model=self.model, optimizer=self.optimizer, scaler=self.scaler, epoch=self.epoch,
                         step_in_epoch=self.step_in_epoch, global_step=self.global_step, lr=self.lr,
-                        best=self.best, is_best=best, emit=self.emit, tally=self.tally, preempted=preempted)
+                        best=self.best, is_best=best, emit=self.emit, tally=self.tally, preempted=preempted,
+                        sizing={"accumulation": self.accumulation, "global_batch": self.global_batch,
+                                "lr_factor": self.lr_factor, "epoch_position": self.epoch_position,
+                                "images_done": self.images_done,
+                                "schedule": self.schedule.to_dict() if self.schedule else None})
 
     # -- the loop -------------------------------------------------------------------------
     def _train_epoch(self) -> str:
@@ -196,9 +250,11 @@ class Trainer:
         self.data.train.set_epoch(self.epoch)
         sampler = self.train_loader.sampler
         sampler.set_epoch(self.epoch)
-        sampler.set_start_index(self.step_in_epoch * cfg.batch_size)
+        sampler.set_start_position(self.epoch_position)  # what all ranks consumed, at any size
+        epoch_end = self.step_in_epoch + self._steps_left_in_epoch()
+        acc = Accumulator(self.accumulation, [p for p in self.model.parameters() if p.requires_grad], self.scaler)
         # the sums of a mid-epoch checkpoint carry on; an epoch's first step starts them at 0
-        tally = self.pending_tally if self.pending_tally is not None and self.step_in_epoch else EpochTally()
+        tally = self.pending_tally if self.pending_tally is not None and self.epoch_position else EpochTally()
         self.tally, self.pending_tally = tally, None
         # this window's (loss, seg, exist) per step, on the device: read once per log window, so
         # a GPU step never waits for the host (one sync per --log-every steps, not three a step)
@@ -207,32 +263,44 @@ class Trainer:
         epoch_t = time.perf_counter() - tally.seconds
         # Creating the iterator draws from the RNG: an epoch-end checkpoint was taken before
         # that draw, a mid-epoch one after it.
-        if self.pending_rng is not None and self.step_in_epoch == 0:
+        if self.pending_rng is not None and self.epoch_position == 0:
             self._restore_rng()
         batches = iter(self.train_loader)
         if self.pending_rng is not None:
             self._restore_rng()
         for batch in batches:
+            if self.step_in_epoch >= epoch_end:
+                continue  # micro-batches short of a whole step at the epoch's end (accumulation)
             timer.lap_data()
-            if (self.fault_step is not None and self.global_step >= self.fault_step
-                    and self.fault_signal != FAULT_AT_EPOCH_END):
-                self._inject_fault()
-            self.preemption.begin_step(eng)  # is any rank being preempted? read when the step is done
-            self.lr = lr_at(self.global_step, cfg, eng.world_size, self.total_steps)
-            for group in self.optimizer.param_groups:
-                group["lr"] = self.lr
+            if acc.count == 0:  # an optimizer step begins
+                if (self.fault_step is not None and self.global_step >= self.fault_step
+                        and self.fault_signal != FAULT_AT_EPOCH_END):
+                    self._inject_fault()
+                self.preemption.begin_step(eng)  # is any rank being preempted? read when the step is done
+                self.lr = self._lr()
+                for group in self.optimizer.param_groups:
+                    group["lr"] = self.lr
             images, mask, exist = to_device(batch, dev)
             images = self.precision.batch(images)
             timer.lap("h2d")
+            tally.images += images.shape[0]
+            if not acc.stepping:  # one of the step's first k - 1 micro-batches: gradients held
+                with eng.no_sync(self.model), self.precision.autocast():
+                    seg, ex = self.model(images)
+                loss, seg_l, ex_l = scnn_loss(seg, ex, mask, exist)
+                acc.add(loss, torch.stack([loss.detach(), seg_l.detach(), ex_l.detach()]).float())
+                timer.lap("compute")
+                continue
             with self.precision.autocast():
                 seg, ex = self.model(images)
             loss, seg_l, ex_l = scnn_loss(seg, ex, mask, exist)
-            eng.backward_step(loss, self.optimizer, self.scaler, timer)
+            eng.backward_step(acc.step_loss(loss), self.optimizer, self.scaler, timer)
             self.global_step += 1
             self.step_in_epoch += 1
-            window.append(torch.stack([loss.detach(), seg_l.detach(), ex_l.detach()]).float())
-            tally.images += images.shape[0]
-            last = self.step_in_epoch == self.steps_per_epoch
+            self.epoch_position += self.global_batch
+            self.images_done += self.global_batch
+            window.append(acc.step_parts(torch.stack([loss.detach(), seg_l.detach(), ex_l.detach()]).float()))
+            last = self.step_in_epoch == epoch_end
             stop = bool(cfg.max_steps) and self.global_step >= cfg.max_steps
             signalled = self.preemption.end_step(eng)  # every rank, every step: one host-memory number
             if stop:
@@ -248,7 +316,7 @@ class Trainer:
                     self.emit("step", epoch=self.epoch, step=self.global_step, epoch_step=self.step_in_epoch,
                               steps_per_epoch=self.steps_per_epoch, total_steps=self.total_steps,
                               loss=mean[0], seg_loss=mean[1], exist_loss=mean[2], lr=self.lr,
-                              images_per_s=n * global_batch(cfg.batch_size, eng.world_size) / max(dt, 1e-9),
+                              images_per_s=n * self.global_batch / max(dt, 1e-9),
                               step_time_s=dt / n)
                 window, win_t = [], time.perf_counter()
             if self.progress is not None:
@@ -322,6 +390,7 @@ class Trainer:
             self.best = {"epoch": self.epoch, "step": self.global_step, **summary,
                          **{k: metric[k] for k in ("accuracy", "fp", "fn") if k in metric}}
         self.epoch, self.step_in_epoch, self.tally = self.epoch + 1, 0, EpochTally()
+        self.epoch_position = 0
         self._save(best=improved)
 
     def _start(self) -> None:
@@ -344,7 +413,9 @@ class Trainer:
         if point is not None:  # counted, with the steps this interruption cost (attempts.py)
             self.emit("resumed", **record_resume(self.run_dir, step=point.global_step, epoch=point.epoch,
                                                  preempted=point.preempted, automatic=point.automatic,
-                                                 checkpoint=point.saved_at))
+                                                 checkpoint=point.saved_at,
+                                                 resized=point.plan.describe() if point.plan and point.plan.resized
+                                                 else None))
             return
         forget_resumes(self.run_dir)
         if self.progress is not None:
@@ -366,7 +437,7 @@ class Trainer:
             if self.step_in_epoch >= self.steps_per_epoch and self.pending_tally is None:
                 # an older checkpoint at an epoch's last step: without its sums the epoch's end
                 # cannot be reported as it was; go on with the next epoch
-                self.epoch, self.step_in_epoch = self.epoch + 1, 0
+                self.epoch, self.step_in_epoch, self.epoch_position = self.epoch + 1, 0, 0
                 continue
             if cfg.max_steps and self.global_step >= cfg.max_steps:  # resumed at the limit already
                 completed = False

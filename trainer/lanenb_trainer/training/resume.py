@@ -10,6 +10,8 @@ mid-epoch resume reports the train loss an uninterrupted one does.
 Which checkpoint a run continues from is :func:`resume_state`: ``last.pt`` with ``--resume``,
 and without it when ``last.pt`` was written under this run's ``--run-id`` (a launcher starting
 the same run again: the local supervisor's ``--max-restarts``, the MPI Operator's retries).
+A checkpoint written by another number of ranks is continued too (``resize.py``: the global
+batch kept by gradient accumulation, or an LR rule), close to but not bit for bit.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.engines import Engine
+from lanenb_trainer.training.resize import ResizePlan, plan_resize, resize_seed
 
 __all__ = ["RngState", "EpochTally", "ResumePoint", "resume_state", "read_resume_point", "load_training_state",
            "save_checkpoint", "last_checkpoint"]
@@ -58,10 +61,15 @@ class EpochTally:
 class RngState:
     """One rank's torch RNG: CPU, and CUDA on a GPU rank."""
 
-    cpu: torch.Tensor
+    cpu: torch.Tensor | None
     cuda: torch.Tensor | None = None
+    seed: int | None = None  # after a resize: no state to restore, a seed (resize.resize_seed)
 
     def restore(self, device: torch.device) -> None:
+        if self.seed is not None:
+            torch.manual_seed(self.seed)  # the CPU and every GPU
+            return
+        assert self.cpu is not None
         torch.set_rng_state(self.cpu)
         if self.cuda is not None and device.type == "cuda":
             torch.cuda.set_rng_state(self.cuda, device)
@@ -83,6 +91,7 @@ class ResumePoint:
     preempted: bool = False  # written when a SIGTERM stopped the run (training/preempt.py)
     automatic: bool = False  # taken without --resume: the run's own checkpoint (its --run-id)
     saved_at: float | None = None  # the checkpoint's write time: which one was resumed
+    plan: ResizePlan | None = None  # how this run's size continues the checkpoint's (resize.py)
 
     def describe(self) -> dict[str, Any]:
         """The ``start`` event's ``resumed_from``."""
@@ -117,15 +126,28 @@ def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size:
     """``run_dir/checkpoints/last.pt`` (or ``state``, already loaded), checked against this
     run's config.
 
+    Another world size or batch size is a resize (``resize.plan_resize``): each rank is then
+    reseeded (``resize.resize_seed``), rank 0 takes the pooled epoch sums and every rank rank 0's
+    buffers (the model state's).
+
     Raises:
-        ValueError: the checkpoint was written with another world size, batch size, seed,
-            split or backbone (resuming would not be exact). CheckpointError: not loadable.
+        ValueError: the checkpoint was written with another seed, split or backbone (resuming
+            would not be exact). ResizeError: another size whose global batch cannot be kept
+            and no ``--resize-lr-rule``. CheckpointError: not loadable.
     """
     if state is None:
         state = ckpt.load(last_checkpoint(run_dir))
-    ckpt.check_compatible(state, batch_size=cfg.batch_size, world_size=world_size,
+    ckpt.check_compatible(state, batch_size=None, world_size=None,
                           backbone=cfg.backbone, seed=cfg.seed, val_fraction=cfg.val_fraction,
                           use_val=cfg.use_val)
+    plan = plan_resize(state, cfg, world_size)
+    if plan.resized:
+        return ResumePoint(epoch=state["epoch"], step_in_epoch=state["step_in_epoch"],
+                           global_step=state["global_step"], best=state["best"], lr=state["lr"],
+                           rng=RngState(None, seed=resize_seed(cfg.seed, state["global_step"], rank)), state=state,
+                           tally=_pooled_tally(state.get("epoch_tallies") or [], rank),
+                           preempted=bool(state.get("preempted")), automatic=automatic,
+                           saved_at=state.get("saved_at"), plan=plan)
     rng = None
     saved = state.get("rng_states") or []
     if len(saved) == world_size:
@@ -138,7 +160,20 @@ def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size:
     return ResumePoint(epoch=state["epoch"], step_in_epoch=state["step_in_epoch"],
                        global_step=state["global_step"], best=state["best"], lr=state["lr"],
                        rng=rng, state=state, tally=tally, preempted=bool(state.get("preempted")),
-                       automatic=automatic, buffers=buffers, saved_at=state.get("saved_at"))
+                       automatic=automatic, buffers=buffers, saved_at=state.get("saved_at"), plan=plan)
+
+
+def _pooled_tally(tallies: list[Any], rank: int) -> EpochTally | None:
+    """After a resize: the M ranks' epoch sums pooled on rank 0 (the epoch's train loss is their
+    sum over all ranks), nothing on the others; every rank keeps the epoch's seconds so far."""
+    found = [t for t in (EpochTally.from_list(x) for x in tallies) if t is not None]
+    if not found:
+        return None
+    seconds = max(t.seconds for t in found)
+    if rank:
+        return EpochTally(seconds=seconds)
+    return EpochTally(sum(t.loss_sum for t in found), sum(t.steps for t in found), sum(t.images for t in found),
+                      seconds)
 
 
 def load_training_state(point: ResumePoint, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
@@ -163,12 +198,13 @@ def save_checkpoint(*, engine: Engine, run_dir: Path, cfg: TrainConfig, model_ar
                     scaler: torch.amp.GradScaler | None, epoch: int, step_in_epoch: int, global_step: int,
                     lr: float, best: dict[str, Any] | None, is_best: bool,
                     emit: Callable[..., None], tally: EpochTally | None = None,
-                    preempted: bool = False) -> None:
+                    preempted: bool = False, sizing: dict[str, Any] | None = None) -> None:
     """Write ``last.pt`` (and ``best.pt`` when ``is_best``) on rank 0, with a ``checkpoint`` event
     each. A collective: every rank sends its RNG state and its ``tally`` of the epoch so far,
     so every rank must call it. ``preempted``: a SIGTERM stopped the run here, between two
     buffer averages (``replicas.sync_buffers``, at epoch ends), so every rank's own buffers
-    (BatchNorm's running statistics) are saved too and each rank gets its own back."""
+    (BatchNorm's running statistics) are saved too and each rank gets its own back. ``sizing``:
+    what a resume on another number of ranks needs (``checkpoint.make_state``)."""
     device = engine.device
     cuda_rng = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
     buffers = ({name: b.detach().cpu() for name, b in ckpt.unwrap(model).named_buffers()} if preempted else None)
@@ -181,7 +217,7 @@ def save_checkpoint(*, engine: Engine, run_dir: Path, cfg: TrainConfig, model_ar
         rank_buffers=[g[2] for g in gathered] if preempted else None,
         model=model, optimizer=optimizer, scaler=scaler, epoch=epoch,
         step_in_epoch=step_in_epoch, global_step=global_step, lr=lr,
-        best=best, config=cfg.to_dict(), world_size=engine.world_size, model_args=model_args)
+        best=best, config=cfg.to_dict(), world_size=engine.world_size, model_args=model_args, sizing=sizing)
     path = ckpt.save_atomic(state, last_checkpoint(run_dir))
     emit("checkpoint", path=str(path), epoch=epoch, step=global_step, best=False)
     if is_best:

@@ -1,0 +1,126 @@
+"""``Job.suspend()`` / ``Job.resume(**changes)`` on the local backend: the ranks stop as a
+preemption stops them (a checkpoint at a step boundary), no process is left, the job reads
+SUSPENDED and a ``Job`` rebuilt from the registry continues it, optionally with other loader
+workers. The rules run a tiny MPI program (seconds); one test runs the real trainer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from lanenb.jobs import JobState, JobStateError, SpecError, TrainSpec, get_job, submit
+
+# every rank writes its pid, then works until stopped; a SIGTERM kills it (rc 143: restartable)
+PROGRAM = textwrap.dedent(
+    """
+    import os, sys, time
+    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    with open(os.path.join(os.environ["LANE_RUN_DIR"], f"pid-{rank}"), "w") as fh:
+        fh.write(str(os.getpid()))
+    print(f"rank {rank} working", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@pytest.fixture
+def working_job(tmp_path: Path):
+    program = tmp_path / "work.py"
+    program.write_text(PROGRAM)
+    run_dir = tmp_path / "run"
+    spec = TrainSpec(dataset=str(tmp_path), processes=2, run_dir=str(run_dir), max_restarts=3,
+                     env={"LANE_RUN_DIR": str(run_dir)})
+    job = submit(spec, program=[sys.executable, str(program)], trainer_args=False, grace=2.0)
+    for line in job.logs(follow=True):
+        if line.text == "rank 1 working":
+            break
+    return job
+
+
+def _rank_pids(run_dir: Path) -> list[int]:
+    return [int(p.read_text()) for p in sorted(run_dir.glob("pid-*"))]
+
+
+def test_a_suspended_job_keeps_no_process_and_is_never_restarted(working_job):
+    pids = _rank_pids(Path(working_job.run_dir))
+    assert len(pids) == 2
+    status = working_job.suspend()
+    assert status.state is JobState.SUSPENDED and "suspended by user" in status.reason
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    assert working_job.backend._group_processes(working_job.handle) == []
+    exit_info = json.loads((Path(working_job.run_dir) / "exit.json").read_text())
+    assert exit_info["restarts"] == []  # max_restarts=3, yet a person's suspend is not restarted
+    again = get_job(working_job.name)  # every reader, every view: suspended, not failed or final
+    assert again.status().state is JobState.SUSPENDED and not again.status().state.finished
+    assert again.wait(timeout=5).state is JobState.SUSPENDED  # wait() returns: nothing more happens by itself
+
+
+def test_bad_resumes_are_refused_naming_the_value(working_job):
+    with pytest.raises(JobStateError, match=r"is running: only a suspended or preempted job can be resumed"):
+        working_job.resume()
+    working_job.suspend()
+    job = get_job(working_job.name)
+    with pytest.raises(SpecError, match=r"num_workers=-1"):
+        job.resume(num_workers=-1)
+    with pytest.raises(SpecError, match=r"learning_rate=0.1: not a TrainSpec setting"):
+        job.resume(learning_rate=0.1)
+    with pytest.raises(SpecError, match=r"batch_size=8: the local backend cannot change it on resume"):
+        job.resume(batch_size=8)
+    with pytest.raises(SpecError, match=r"processes=0"):
+        job.resume(processes=0)
+    with pytest.raises(JobStateError, match=r"from_checkpoint=False"):
+        job.resume(from_checkpoint=False)
+    assert get_job(job.name).status().state is JobState.SUSPENDED  # a refused resume changes nothing
+    with pytest.raises(JobStateError, match=r"is suspended: only a pending or running job can be suspended"):
+        job.suspend()
+    assert job.cancel().state is JobState.CANCELLED  # a suspended job can still be ended for good
+    with pytest.raises(JobStateError, match=r"is cancelled"):
+        job.resume()
+
+
+@pytest.fixture(scope="module")
+def synth_root(tmp_path_factory) -> Path:
+    from lanenb_trainer.data.synth import synthesize
+
+    root = tmp_path_factory.mktemp("synth") / "tusimple"
+    synthesize(root, 48, seed=3, width=320, height=180, test_fraction=0.1, progress=False)
+    return root
+
+
+@pytest.mark.slow
+def test_a_suspended_training_run_resumes_from_a_new_job_object_with_more_workers_and_loses_no_step(
+        synth_root, tmp_path):
+    spec = TrainSpec(dataset=str(synth_root), processes=2, engine="ddp", batch_size=4, epochs=1, use_val=False,
+                     num_workers=0, run_dir=str(tmp_path / "run"), env={"LANENB_THREADS": "1"},
+                     extra_args=["--img-height", "64", "--img-width", "160", "--log-every", "1",
+                                 "--warmup-steps", "2", "--system-interval", "5"])
+    job = submit(spec)
+    pids: list[int] = []
+    for ev in job.events(follow=True):
+        if ev.kind == "start":
+            pids.append(ev["pid"])
+        elif ev.kind == "step" and ev["step"] == 2:
+            break
+    status = job.suspend()
+    assert status.state is JobState.SUSPENDED and "every rank stopped at step" in status.reason, status
+    assert not any(psutil.pid_exists(pid) for pid in pids) and job.backend._group_processes(job.handle) == []
+    assert (Path(job.run_dir) / "checkpoints" / "last.pt").is_file()
+
+    again = get_job(job.name)  # as a new kernel, or after the machine restarted, would
+    assert again.resume(num_workers=1).state is JobState.RUNNING
+    assert again.wait(timeout=120).state is JobState.SUCCEEDED
+    events = list(again.events())
+    starts = [ev for ev in events if ev.kind == "start" and ev.rank == 0]
+    assert [s["config"]["use_workers"] for s in starts] == [False, True] and starts[1]["config"]["num_workers"] == 1
+    resumed = [ev for ev in events if ev.kind == "resumed"]
+    assert len(resumed) == 1 and resumed[0]["steps_lost"] == 0 and resumed[0]["preempted"] is True
+    steps = [ev["step"] for ev in events if ev.kind == "step" and ev.rank == 0]
+    assert steps[-1] == starts[0]["total_steps"]  # the uninterrupted run's step count, none taken twice
+    assert len(steps) == len(set(steps))
+    assert get_job(job.name).spec.num_workers == 1  # recorded: every later view and resume sees it
