@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lanenb.analysis.runstate import RunState
+from lanenb.analysis.runstate import SETTINGS, RunState
 from lanenb.analysis.series import BucketSeries
 from lanenb.charts import specs
 from lanenb_trainer.epochs import epoch_number
 
-__all__ = ["run_rows", "run_specs", "rank_table", "run_png", "Rows", "LIMIT", "STATIC_LIMIT"]
+__all__ = ["run_rows", "run_specs", "rank_table", "run_png", "resume_rows", "Rows", "LIMIT", "STATIC_LIMIT"]
 
 Rows = dict[str, list[dict[str, Any]]]
 
@@ -51,13 +51,37 @@ def _bucket_rows(samples: BucketSeries, key: str, x_name: str, limit: int, **fie
     return rows
 
 
+def resume_rows(state: RunState) -> list[dict[str, Any]]:
+    """One row per resume (``RunState.resume_marks``) for the dashed rules of the loss,
+    validation and throughput panels (dataset ``resumes``): ``step`` (the checkpoint the run
+    continued from), ``epoch`` (the same point on the validation panel's axis, where epoch ``n``'s
+    point sits at its end), ``kind`` (``resize`` or ``resume``) and the tooltip's ``label``:
+    ``resumed: 3 steps lost; resized 2 -> 1 ranks; loader workers 2 -> 6``."""
+    rows = []
+    for mark in state.resume_marks:
+        step, per_epoch, epoch = mark["step"], mark.get("steps_per_epoch"), mark.get("epoch")
+        at = float(epoch) if isinstance(epoch, int) else 0.0
+        if isinstance(per_epoch, int) and per_epoch > 0:  # mid-epoch: between its start and end
+            at = min(max(step / per_epoch, at), at + 1.0)
+        lost = mark["steps_lost"]
+        words = [f"resumed: {lost} step{'s' if lost != 1 else ''} lost"]
+        resized = mark.get("resized")
+        if resized:
+            words.append(f"resized {resized.get('from')} -> {resized.get('to')} ranks")
+        words += [f"{SETTINGS.get(c['setting'], c['setting'])} {c['from']} -> {c['to']}" for c in mark["changes"]]
+        rows.append({"k": f"resume:{mark.get('count')}:{step}", "step": step, "epoch": _num(at),
+                     "kind": "resize" if resized else "resume", "label": "; ".join(words)})
+    return rows
+
+
 def _gpu(state: RunState) -> bool:
     return any("gpu_util" in table for table in state.system.values())
 
 
 def run_rows(state: RunState, limit: int = LIMIT) -> Rows:
     """The rows of every run panel (datasets ``loss``, ``validation``, ``tests``,
-    ``throughput``, ``gpu_util``/``gpu_mem`` or ``cpu``/``rss``, ``breakdown``).
+    ``throughput``, ``gpu_util``/``gpu_mem`` or ``cpu``/``rss``, ``breakdown``, and ``resumes``:
+    the rules the loss, validation and throughput panels draw where the run resumed).
 
     Args:
         state: the run.
@@ -113,6 +137,7 @@ def run_rows(state: RunState, limit: int = LIMIT) -> Rows:
             breakdown.append({"k": f"{r}:{part}", "rank": label, "rank_no": r, "part": part, "order": order,
                               "share": _num(float(split.get(part, 0.0))), "step_s": _num(float(split["step_s"]))})
     rows["breakdown"] = breakdown
+    rows[specs.RESUMES] = resume_rows(state)
     return rows
 
 
@@ -150,8 +175,9 @@ def run_png(panels: list[dict[str, Any]], rows: Mapping[str, list[dict[str, Any]
     """
     # panels with no rows yet are left out: there is nothing to see, and Vega cannot lay out an
     # empty per-rank panel (its hover layer has no points: "SVG has an invalid size")
+    # (the resume rules alone are no data: they mark a curve)
     filled = [specs.with_values(spec, rows) for spec in panels
-              if any(rows.get(data["name"]) for data in specs.datasets(spec))]
+              if any(rows.get(data["name"]) for data in specs.datasets(spec) if data["name"] != specs.RESUMES)]
     if not filled:
         raise ValueError("no chart has data yet")
     return specs.to_png(specs.concat(filled, columns=3, title=title or None))

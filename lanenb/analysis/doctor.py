@@ -32,17 +32,18 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from lanenb.analysis.runstate import TIMING_HISTORY
+from lanenb.analysis.runstate import SETTINGS, TIMING_HISTORY, changed_settings, loader_workers
 from lanenb.charts.vocabulary import verdict_severity
 
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
 
 __all__ = ["Verdict", "diagnose", "shown_verdict", "suggest_workers", "KINDS", "INPUT_SHARE", "STRAGGLER_RATIO",
-           "STRAGGLER_WAIT", "EXCHANGE_SHARE", "GPU_UTIL_LOW", "GPU_MIN_SAMPLES", "PERSIST"]
+           "STRAGGLER_WAIT", "EXCHANGE_SHARE", "GPU_UTIL_LOW", "GPU_MIN_SAMPLES", "PERSIST", "HELPED_DROP",
+           "change_effect"]
 
 KINDS = ("input-bound", "straggler", "exchange-bound", "gpu-underused", "healthy", "unknown")
 
@@ -79,6 +80,14 @@ SHORT_WINDOW = 0.5
 # headroom for uneven batches (1.5x); more than MAX_WORKERS rarely helps (the storage is the limit)
 WORKER_HEADROOM = 1.5
 MAX_WORKERS = 16
+# after a resume that changed a setting, it "helped" when the share of the step it targets fell
+# by at least this much (absolute): windows of one steady run differ by a few points (a GC
+# pause, a cold cache), so a smaller drop is not told apart from noise
+HELPED_DROP = 0.05
+# what each changed setting is judged by: the part of a step it should shrink (RunState's
+# breakdown parts) and its words; more workers hide the data wait, a larger per-rank batch
+# exchanges gradients less often per image
+_JUDGED_BY = {"num_workers": ("data_s", "data wait"), "batch_size": ("exchange_s", "gradient exchange")}
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,8 @@ class Verdict:
 
     Args:
         kind: one of ``KINDS``.
-        message: what was measured, with its number ("ranks wait 41% of each step for data").
+        message: what was measured, with its number ("ranks wait 41% of each step for data");
+            after a resume that changed a setting, then whether that helped (``change_effect``).
         action: what helps ("loader workers 2 -> try 6, ..."); empty for healthy/unknown.
         rank: the rank named (straggler, gpu-underused).
         host: that rank's host.
@@ -131,11 +141,38 @@ def diagnose(state: RunState) -> Verdict:
         return Verdict("unknown", "no step timing yet")
     if len(windows) < PERSIST:
         return Verdict("unknown", f"measuring: {len(windows)} timing window so far, a verdict needs {PERSIST}")
-    for rule in (_straggler, _input_bound, _exchange_bound, _gpu_underused):
-        verdict = rule(state, windows)
-        if verdict is not None:
-            return verdict
-    return _healthy(windows)
+    verdict = next((v for rule in (_straggler, _input_bound, _exchange_bound, _gpu_underused)
+                    if (v := rule(state, windows)) is not None), None) or _healthy(windows)
+    effect = change_effect(state, windows)
+    return verdict if effect is None else replace(verdict, message=f"{verdict.message}; {effect}")
+
+
+def change_effect(state: RunState, windows: Sequence[Window] | None = None) -> str | None:
+    """After a resume that changed a setting (``SETTINGS``: the new launch's ``start`` config
+    against the launch before, e.g. the sidebar's Apply button), whether it helped, in one clause:
+    ``after loader workers 2 -> 6: data wait 41% -> 6% of step time (helped)``. The old launch's
+    judged windows (``RunState.previous_launch``) against the new launch's; None when no setting
+    changed, or either launch has fewer than ``PERSIST`` full windows.
+
+    Args:
+        windows: the new launch's judged windows (``diagnose`` passes its own), else read from ``state``.
+    """
+    before = state.previous_launch
+    if not before:
+        return None
+    changes = changed_settings(before.get("config") or {}, state.config)
+    if not changes:
+        return None
+    new = _aligned_windows(state) if windows is None else list(windows)
+    old = _aligned(before.get("timing") or {})
+    if len(new) < PERSIST or len(old) < PERSIST:
+        return None
+    setting = changes[0][0]
+    part, words = _JUDGED_BY[setting]
+    was, now = (_mean([_mean([_share(w, part) for w in window.values()]) for window in side]) for side in (old, new))
+    what = ", ".join(f"{SETTINGS[name]} {a} -> {b}" for name, a, b in changes)
+    verdict = "helped" if was - now >= HELPED_DROP else "did not help"
+    return f"after {what}: {words} {was:.0%} -> {now:.0%} of step time ({verdict})"
 
 
 def shown_verdict(state: RunState) -> Verdict | None:
@@ -159,7 +196,11 @@ def _aligned_windows(state: RunState) -> list[dict[int, Mapping[str, Any]]]:
     """The last windows as {rank: window}, oldest first: windows of the same steps across ranks
     (every rank reports at the same steps), else the i-th latest of each rank (a rank far
     behind, or steps missing)."""
-    histories = {r: e["history"] for r, e in state.timing.items() if e.get("history")}
+    return _aligned({r: e["history"] for r, e in state.timing.items() if e.get("history")})
+
+
+def _aligned(histories: Mapping[int, Sequence[Mapping[str, Any]]]) -> list[dict[int, Mapping[str, Any]]]:
+    """``_aligned_windows`` of per-rank window histories (this launch's, or the one before)."""
     if not histories:
         return []
     by_step = {r: {w["step"]: w for w in h if isinstance(w.get("step"), int)} for r, h in histories.items()}
@@ -249,22 +290,13 @@ def suggest_workers(workers: int, data_share: float) -> int:
     return int(min(MAX_WORKERS, max(workers + 1, 2, math.ceil(need * WORKER_HEADROOM - 1e-9))))
 
 
-def _loader_workers(config: Mapping[str, Any]) -> int | None:
-    """The loader workers a rank ran with (``--num-workers`` counts only with workers on)."""
-    workers = config.get("num_workers")
-    if not isinstance(workers, int):
-        return None
-    use = config.get("use_workers")
-    return workers if use is None or use else 0
-
-
 def _input_bound(state: RunState, windows: Sequence[Window]) -> Verdict | None:
     shares = [_mean([_share(w, "data_s") for w in window.values()]) for window in windows]
     held = _held([s if s >= INPUT_SHARE else None for s in shares])
     if len(held) < PERSIST:
         return None
     share = _mean(held)
-    workers = _loader_workers(state.config)
+    workers = loader_workers(state.config)
     change = None
     if workers is None:
         action = "more loader workers (--num-workers), or put the dataset on faster storage"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from lanenb.jobs.updates import Update
 
 __all__ = ["RunState", "fill_tests", "SYSTEM_FIELDS", "TIMING_FIELDS", "TIMING_HISTORY", "GPU_RECENT", "tail_state",
-           "fill_config", "format_duration"]
+           "fill_config", "format_duration", "SETTINGS", "MAX_MARKS", "loader_workers", "changed_settings"]
 
 # per-rank system samples kept as series (GPU fields only appear on GPU ranks)
 SYSTEM_FIELDS = ("cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb")
@@ -44,6 +44,12 @@ TIMING_HISTORY = 5
 # raw GPU utilisation samples kept per rank (the series buckets merge them; the doctor wants the
 # latest ones as they were): at the default 2 s system interval, the last ~30 s
 GPU_RECENT = 16
+# resumes kept for the charts' rules (the latest ones): a run resumed more often than this has
+# more rules than a 340 px chart can tell apart anyway
+MAX_MARKS = 64
+# the settings a resume may change that the doctor's advice names, in words ("loader workers
+# 2 -> 6"): the resume marks and the verdict's "did it help" clause compare these
+SETTINGS = {"num_workers": "loader workers", "batch_size": "per-rank batch"}
 
 
 @dataclass
@@ -92,6 +98,13 @@ class RunState:
     steps_lost: int = 0
     preempted: dict[str, Any] | None = None  # the last ``preempted`` event's step, ranks, checkpoint_s
     drawn_to: int = 0  # the highest step in the series: steps taken again after a restart are drawn once
+    epochs_drawn: int = -1  # the same for epochs: an epoch ended again after a kill is drawn once
+    # one per resume (the latest MAX_MARKS, oldest first): where the charts draw a rule and what
+    # its tooltip says (``_on_resumed``)
+    resume_marks: list[dict[str, Any]] = field(default_factory=list)
+    # the launch before the latest resume that had timing windows: its settings, ranks and
+    # windows, so the doctor can say whether a changed setting helped (``_on_resumed``)
+    previous_launch: dict[str, Any] | None = None
     errors: list[dict[str, Any]] = field(default_factory=list)
     # rank 0's resolved TrainConfig (loader workers, batch size: what the doctor's advice names)
     config: dict[str, Any] = field(default_factory=dict)
@@ -112,6 +125,8 @@ class RunState:
     lines_seen: int = 0
     events_seen: int = 0
     _rate: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_RATE_WINDOW), repr=False)
+    # the settings and ranks of the launch before the latest rank-0 start (None: the first launch)
+    _launch_before: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_log_lines, int) or self.max_log_lines < 1:
@@ -170,6 +185,8 @@ class RunState:
         if ev.rank != 0:
             return
         cfg = ev.get("config") or {}
+        if self.world_size is not None:  # a relaunch: what the launch before it ran with
+            self._launch_before = {"config": dict(self.config), "world_size": self.world_size}
         if isinstance(cfg, dict):
             self.config.update(cfg)  # the trainer's resolved values win over a spec's (fill_config)
         self.world_size = ev.get("world_size")
@@ -212,6 +229,9 @@ class RunState:
         if not isinstance(epoch, int):
             return
         self.epoch = epoch
+        if epoch <= self.epochs_drawn:  # ended again after a kill before its checkpoint: drawn once
+            return
+        self.epochs_drawn = epoch
         for name in ("train_loss", "val_accuracy", "val_fp", "val_fn", "val_loss"):
             if ev.get(name) is not None:
                 self._series(self.epochs_hist, name).append(epoch, ev.get(name))
@@ -243,7 +263,11 @@ class RunState:
 
     def _on_resumed(self, ev: Event) -> None:
         """Counts and totals so far, as the trainer keeps them in the run dir: the latest event
-        is right even when a view reads only the last launch's log (a relaunched pod's)."""
+        is right even when a view reads only the last launch's log (a relaunched pod's).
+
+        The last launch's timing windows judged its settings (a resume may change the loader
+        workers), so they are cleared for the doctor to measure anew, and kept as
+        ``previous_launch`` for it to say whether the change helped."""
         count, total, step = ev.get("count"), ev.get("steps_lost_total"), ev.get("step")
         if isinstance(count, int) and count >= self.resumes:
             self.resumes = count
@@ -251,8 +275,33 @@ class RunState:
         if isinstance(step, int):
             self.step = step  # the run is back at its checkpoint
             self._rate.clear()  # the rate of the last launch: a restart's pause is not training
-        for entry in self.timing.values():  # the last launch's windows judged its settings (a resume
-            entry["history"].clear()  # may change the loader workers): the doctor measures anew
+        before = self._launch_before or {}
+        self._mark(ev, changed_settings(before.get("config") or {}, self.config))
+        windows = {rank: list(entry["history"]) for rank, entry in self.timing.items() if entry["history"]}
+        if windows:  # a launch that ended before its first window keeps the one before as the baseline
+            self.previous_launch = {"config": dict(before.get("config") or {}),
+                                    "world_size": before.get("world_size"), "timing": windows,
+                                    "step": step if isinstance(step, int) else None}
+        for entry in self.timing.values():
+            entry["history"].clear()
+
+    def _mark(self, ev: Event, changes: list[tuple[str, Any, Any]]) -> None:
+        """A resume as the charts mark it: its step (and epoch), steps lost, a resize's ranks
+        and the settings it changed; a log read twice keeps one mark per resume ``count``."""
+        step = ev.get("step")
+        if not isinstance(step, int) or isinstance(step, bool):
+            return
+        resized = ev.get("resized") if isinstance(ev.get("resized"), dict) else None
+        lost = ev.get("steps_lost")
+        mark = {"count": ev.get("count"), "step": step, "epoch": ev.get("epoch"),
+                "steps_per_epoch": self.steps_per_epoch, "steps_lost": lost if isinstance(lost, int) else 0,
+                "preempted": bool(ev.get("preempted")),
+                "resized": {"from": resized.get("from"), "to": resized.get("to")} if resized else None,
+                "changes": [{"setting": name, "from": old, "to": new} for name, old, new in changes]}
+        self.resume_marks = [m for m in self.resume_marks
+                             if mark["count"] is None or m["count"] != mark["count"]][-(MAX_MARKS - 1):]
+        self.resume_marks.append(mark)
+
     def _on_system(self, ev: Event) -> None:
         table = self.system.setdefault(ev.rank, {})
         last = self.system_last.setdefault(ev.rank, {})
@@ -523,6 +572,27 @@ def _seconds(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return max(0.0, float(value))
+
+
+def loader_workers(config: Mapping[str, Any]) -> int | None:
+    """The loader workers a rank ran with (``--num-workers`` counts only with workers on)."""
+    workers = config.get("num_workers")
+    if not isinstance(workers, int) or isinstance(workers, bool):
+        return None
+    use = config.get("use_workers")
+    return workers if use is None or use else 0
+
+
+def changed_settings(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The ``SETTINGS`` whose value differs between two launches' configs, as ``(setting, old,
+    new)``: what a resume changed (``job.resume(num_workers=6)``, the sidebar's Apply button).
+    A setting unknown on either side is no change."""
+    out = []
+    for name in SETTINGS:
+        old, new = ((loader_workers(c) if name == "num_workers" else c.get(name)) for c in (before, after))
+        if old is not None and new is not None and old != new:
+            out.append((name, old, new))
+    return out
 
 
 def format_duration(seconds: float) -> str:

@@ -22,13 +22,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["SCHEMA", "PANELS", "REPORT_MIME", "panel", "run_panels", "with_values", "datasets", "concat", "to_png",
-           "STEP_COLOURS", "scaling_chart", "compare_chart", "sweep_chart", "report_panels"]
+           "STEP_COLOURS", "RESUMES", "scaling_chart", "compare_chart", "sweep_chart", "report_panels"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
 # the parts of a step, coloured as every face draws them
 STEP_COLOURS = {"data": "#ef6c00", "compute": "#2e7d32", "exchange": "#c62828", "other": "#9e9e9e"}
 _RANKS = "category10"
+# the dataset of the rules marking where a run resumed (``chartdata.resume_rows``), drawn by
+# every panel whose x axis is the run's progress (loss, validation, throughput)
+RESUMES = "resumes"
+_RESUME_COLOURS = {"resume": "#757575", "resize": "#6a1b9a"}
 _WIDTH, _HEIGHT = 340, 150
 _FONT = {"labelFontSize": 10, "titleFontSize": 10}
 
@@ -75,6 +79,22 @@ def _hover_rule(name: str, x: dict[str, Any], tooltip: list[dict[str, Any]]) -> 
     }
 
 
+def _resume_rules(x: dict[str, Any]) -> dict[str, Any]:
+    """Dashed vertical rules where the run resumed (purple where it resumed on another number of
+    ranks), with a marker at the top whose tooltip says what it cost ("resumed: 3 steps lost;
+    resized 2 -> 1 ranks"). Its own dataset, so the curves stay one line each; drawn last, above
+    the hover layer, so the marker gets the pointer."""
+    colour = {"condition": {"test": "datum.kind === 'resize'", "value": _RESUME_COLOURS["resize"]},
+              "value": _RESUME_COLOURS["resume"]}
+    tooltip = [_q("step", "resumed at step", format=","), {"field": "label", "title": "resume"}]
+    return {"data": {"name": RESUMES}, "layer": [
+        {"mark": {"type": "rule", "strokeDash": [5, 4], "strokeWidth": 1.5, "opacity": 0.8},
+         "encoding": {"x": x, "color": colour, "tooltip": tooltip}},
+        {"mark": {"type": "point", "shape": "triangle-down", "filled": True, "size": 50},
+         "encoding": {"x": x, "y": {"value": 5}, "color": colour, "tooltip": tooltip}},  # inside the clip
+    ]}
+
+
 def _loss() -> dict[str, Any]:
     spec = _base("loss", "training loss and learning rate", "per step; band: min-max of the merged steps")
     x = _q("step", "step")
@@ -99,6 +119,7 @@ def _loss() -> dict[str, Any]:
         {"transform": [{"pivot": "series", "value": "value", "groupby": ["step"]}],
          **_hover_rule("loss", x, [_q("step", "step", format=","), _q("loss", "loss", format=".4f"),
                                    _q("LR", "learning rate", format=".3e")])},
+        _resume_rules(x),
     ]
     spec["resolve"] = {"scale": {"y": "independent"}}
     return spec
@@ -128,6 +149,7 @@ def _validation() -> dict[str, Any]:
              "encoding": {"y": {"field": "ypx", "type": "quantitative", "scale": None},
                           "x": {"value": _WIDTH - 4}, "text": {"field": "label"}}},
         ]},
+        _resume_rules(x),
     ]
     return spec
 
@@ -144,6 +166,7 @@ def _throughput() -> dict[str, Any]:
          "encoding": {"x": x, "y": y}},
         _hover_rule("throughput", x, [_q("step", "step", format=","), _q("value", "images/s", format=".1f"),
                                       _q("lo", "min", format=".1f"), _q("hi", "max", format=".1f")]),
+        _resume_rules(x),
     ]
     return spec
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lanenb.errors import SpecError
-from lanenb.kube.rules import name_problem
+from lanenb.kube.rules import label_problem, name_problem
 from lanenb_trainer.runai import bool_word
 
 __all__ = ["coerce_int", "coerce_bool", "check_choice", "coerce_opt_str", "coerce_quantity", "coerce_env",
@@ -77,6 +77,28 @@ def coerce_quantity(field_name: str, value: Any) -> str | None:
     if float(re.match(r"[\d.]+", value.strip()).group()) <= 0:  # type: ignore[union-attr]
         raise SpecError(field_name, value, "must be greater than zero")
     return value.strip()
+
+
+def coerce_labels(field_name: str, value: Any) -> dict[str, str]:
+    """Labels from a mapping or ``KEY=VALUE`` strings (``--label``, repeatable), each checked
+    with the API server's label rules (a key ``[prefix/]name``, a value of 0-63 characters)."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, (list, tuple)):
+        pairs: dict[Any, Any] = {}
+        for entry in value:
+            if not isinstance(entry, str) or "=" not in entry:
+                raise SpecError(field_name, entry, "must be KEY=VALUE")
+            key, _, val = entry.partition("=")
+            pairs[key] = val
+        value = pairs
+    if not isinstance(value, Mapping):
+        raise SpecError(field_name, value, "must be a dict of label keys to string values")
+    for key, val in value.items():
+        problem = label_problem(key, val)
+        if problem:
+            raise SpecError(field_name, {key: val}, problem)
+    return dict(value)
 
 
 def coerce_env(field_name: str, value: Any) -> dict[str, str]:

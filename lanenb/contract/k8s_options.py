@@ -17,11 +17,12 @@ from lanenb.contract.fields import (
     coerce_bool,
     coerce_env,
     coerce_int,
+    coerce_labels,
     coerce_opt_str,
     reject_unknown,
 )
 from lanenb.errors import SpecError
-from lanenb.kube.rules import label_problem, toleration_problem
+from lanenb.kube.rules import toleration_problem
 
 __all__ = ["KubernetesOptions", "CLEAN_POD_POLICIES"]
 
@@ -134,16 +135,11 @@ class KubernetesOptions:
         self._check_labels()
 
     def _check_labels(self) -> None:
-        if not isinstance(self.labels, Mapping):
-            raise SpecError("k8s.labels", self.labels, "must be a dict of label keys to string values")
+        self.labels = coerce_labels("k8s.labels", self.labels)
         for key, value in self.labels.items():
-            problem = label_problem(key, value)
-            if problem:
-                raise SpecError("k8s.labels", {key: value}, problem)
             if key in _RESERVED_LABELS or key.startswith(_RESERVED_LABEL_PREFIX):
                 raise SpecError("k8s.labels", {key: value}, f"{key!r} is set by lanenb or the MPI Operator; "
                                 "choose a key of your own (e.g. example.com/team)")
-        self.labels = dict(self.labels)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

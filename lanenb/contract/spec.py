@@ -25,6 +25,7 @@ from lanenb.contract.fields import (
     coerce_bool,
     coerce_env,
     coerce_int,
+    coerce_labels,
     coerce_opt_str,
     coerce_quantity,
     reject_unknown,
@@ -32,7 +33,7 @@ from lanenb.contract.fields import (
 from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.volumes import VolumeMount
 from lanenb.errors import SpecError
-from lanenb.kube.rules import label_problem, parse_secret_ref
+from lanenb.kube.rules import parse_secret_ref
 from lanenb_trainer.config import BACKBONES, ENGINES, global_batch  # one list for CLI, spec and trainer
 from lanenb_trainer.flags import to_flags
 from lanenb_trainer.model_registry import list_models
@@ -216,7 +217,7 @@ class TrainSpec:
             coerce("enable_snapshot", coerce_bool),
             self._apply_runai_env, self._check_snapshot, self._check_name, self._check_backend,
             self._check_secret_refs, self._check_namespace, self._check_run_dir, self._check_extra_args,
-            coerce("use_val", coerce_bool), self._check_labels, self._check_backend_options,
+            coerce("use_val", coerce_bool), coerce("labels", coerce_labels), self._check_backend_options,
         ]
 
     def _coerce(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], None]:
@@ -294,25 +295,6 @@ class TrainSpec:
             if ref and not self._capability("secret_refs"):
                 raise SpecError("env", f"{key}={value}", "secret:NAME/KEY reads a Kubernetes Secret: it needs "
                                 "backend='kubernetes' (locally, export the variable in the shell instead)")
-
-    def _check_labels(self) -> None:
-        if isinstance(self.labels, str):
-            self.labels = [self.labels]
-        if isinstance(self.labels, (list, tuple)):  # --label KEY=VALUE, repeated
-            pairs = {}
-            for entry in self.labels:
-                if not isinstance(entry, str) or "=" not in entry:
-                    raise SpecError("labels", entry, "must be KEY=VALUE")
-                key, _, value = entry.partition("=")
-                pairs[key] = value
-            self.labels = pairs
-        if not isinstance(self.labels, Mapping):
-            raise SpecError("labels", self.labels, "must be a dict of label keys to string values")
-        for key, value in self.labels.items():
-            problem = label_problem(key, value)
-            if problem:
-                raise SpecError("labels", {key: value}, problem)
-        self.labels = dict(self.labels)
 
     def _check_namespace(self) -> None:
         if self.namespace is not None:

@@ -42,3 +42,60 @@ def test_after_a_resume_the_verdict_judges_the_new_launch_only():
     assert verdict is not None and verdict.kind == "unknown" and "1 timing window so far" in verdict.message
     fold(run.windows(lambda r, i: dict(HEALTHY), 1), relaunched)
     assert diagnose(relaunched).kind == "healthy"  # the change helped, and the view says so
+
+
+def _relaunch(state, run: Run, workers: int, count: int = 1) -> None:
+    """The next launch's start events (with ``workers`` loader workers) and rank 0's resumed."""
+    for rank in range(2):
+        state.fold(event("start", rank, t=run.t, config={"batch_size": 4, "num_workers": workers, "use_workers": True},
+                         world_size=2, host="node-a", engine="ddp", device="cpu"))
+    state.fold(event("resumed", 0, t=run.t, count=count, step=run.step, steps_lost=0, steps_lost_total=0))
+
+
+def _share(data_s: float, run: Run) -> float:
+    return data_s / (data_s + 0.01 + 0.40 + 0.02 + run.exchange_s)  # data, h2d, compute, optimizer, exchange
+
+
+def test_after_applied_workers_the_next_verdict_says_the_change_helped():
+    run = Run()
+    state = fold(run.windows(input_profile(0.30), 3), started(workers=2))
+    _relaunch(state, run, workers=6)
+    fold(run.windows(input_profile(0.02), 1), state)
+    assert "after" not in diagnose(state).message  # one new window: no verdict yet, no comparison
+    fold(run.windows(input_profile(0.02), 2), state)
+    verdict = diagnose(state)
+    was, now = _share(0.30, run), _share(0.02, run)
+    assert verdict.kind == "healthy"
+    assert str(verdict).endswith(f"; after loader workers 2 -> 6: data wait {was:.0%} -> {now:.0%} of step time "
+                                 f"(helped)")
+    assert shown_verdict(state) == verdict and verdict.severity == "ok"
+
+
+def test_after_applied_workers_that_did_not_help_the_verdict_says_so_before_its_next_advice():
+    run = Run()
+    state = fold(run.windows(input_profile(0.30), 3), started(workers=2))
+    _relaunch(state, run, workers=3)
+    fold(run.windows(input_profile(0.29), 3), state)  # the storage, not the workers, is the limit
+    verdict = diagnose(state)
+    was, now = _share(0.30, run), _share(0.29, run)
+    assert verdict.kind == "input-bound"
+    assert (f"; after loader workers 2 -> 3: data wait {was:.0%} -> {now:.0%} of step time (did not help); "
+            f"loader workers 3 -> try") in str(verdict)
+
+
+def test_a_resume_that_changed_no_setting_adds_no_clause():
+    run = Run()
+    state = fold(run.windows(input_profile(0.30), 3), started(workers=2))
+    _relaunch(state, run, workers=2)  # a preemption: the same settings
+    fold(run.windows(input_profile(0.02), 3), state)
+    assert diagnose(state).kind == "healthy" and "after" not in str(diagnose(state))
+
+
+def test_a_launch_killed_before_its_first_window_keeps_the_baseline_of_the_one_before():
+    run = Run()
+    state = fold(run.windows(input_profile(0.30), 3), started(workers=2))
+    _relaunch(state, run, workers=6, count=1)  # Apply: 6 workers, killed before a window
+    _relaunch(state, run, workers=6, count=2)  # restarted with the same 6
+    fold(run.windows(input_profile(0.02), 3), state)
+    assert "after loader workers 2 -> 6: data wait" in str(diagnose(state))
+    assert state.previous_launch is not None and state.previous_launch["config"]["num_workers"] == 2

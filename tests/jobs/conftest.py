@@ -84,3 +84,13 @@ def tiny_job(rank_program: Path, tmp_path: Path):
 
     _submit.pid_dir = pid_dir  # type: ignore[attr-defined]
     return _submit
+
+
+@pytest.fixture(scope="module")
+def synth_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """48 small synthetic frames (a quarter held out for test): a few real 2-rank steps."""
+    from lanenb_trainer.data.synth import synthesize
+
+    root = tmp_path_factory.mktemp("synth") / "tusimple"
+    synthesize(root, 48, seed=3, width=320, height=180, test_fraction=0.25, progress=False)
+    return root

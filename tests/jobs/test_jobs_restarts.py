@@ -111,15 +111,6 @@ def test_max_restarts_is_a_count(tmp_path):
     assert spec.max_restarts == 2 and spec.trainer_args("/r")[-2:] == ["--run-id", spec.name]
 
 
-@pytest.fixture(scope="module")
-def synth_root(tmp_path_factory) -> Path:
-    from lanenb_trainer.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("synth") / "tusimple"
-    synthesize(root, 48, seed=3, width=320, height=180, test_fraction=0.25, progress=False)
-    return root
-
-
 @pytest.mark.slow
 def test_a_training_job_survives_a_preemption_and_a_killed_rank_and_every_view_says_what_it_cost(synth_root, tmp_path):
     spec = TrainSpec(dataset=str(synth_root), processes=2, engine="ddp", batch_size=4, epochs=2, max_restarts=2,

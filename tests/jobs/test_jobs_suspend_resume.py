@@ -84,15 +84,6 @@ def test_bad_resumes_are_refused_naming_the_value(working_job):
         job.resume()
 
 
-@pytest.fixture(scope="module")
-def synth_root(tmp_path_factory) -> Path:
-    from lanenb_trainer.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("synth") / "tusimple"
-    synthesize(root, 48, seed=3, width=320, height=180, test_fraction=0.1, progress=False)
-    return root
-
-
 @pytest.mark.slow
 def test_a_suspended_training_run_resumes_from_a_new_job_object_with_more_workers_and_loses_no_step(
         synth_root, tmp_path):

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
 from kube_emulator import JOBS, MPIJOBS, NAMESPACES, NODES, PODS, PVCS, SECRETS, KubeEmulator, now_rfc3339
 from pod_security import admission_error
 
@@ -258,11 +259,11 @@ class FakeCluster:
         if res == PODS:
             if kind == "MODIFIED" and meta.get("deletionTimestamp"):  # the kubelet stops the containers
                 await asyncio.sleep(self.stop_delay)
-                proc = self.pod_processes.pop((meta["namespace"], meta["name"]), None)
-                if proc is not None and proc.returncode is None:
-                    _killpg(proc)
-                    await proc.wait()
+                await self._stop_containers(obj, float(meta.get("deletionGracePeriodSeconds") or 0))
                 self.emulator.finish_pod_deletion(meta["namespace"], meta["name"])
+            elif kind == "DELETED":  # force-deleted (node lost): whatever still runs there dies now
+                await self._stop_containers(obj, 0.0)
+                self._replace_worker(obj)
             return
         if res != MPIJOBS:
             return
@@ -280,9 +281,79 @@ class FakeCluster:
                 self._set_condition(*key, "Suspended", "False", "MPIJobResumed", "MPIJob resumed")
                 self._spawn(self.start(*key))
 
+    async def _stop_containers(self, pod: dict, grace: float) -> None:
+        """What the kubelet does to a pod being deleted: SIGTERM to each container's main process,
+        SIGKILL to all that is left once it exits or ``grace`` seconds pass (``killContainer``).
+        A worker here runs no process of its own: its ranks run under the launcher's mpirun, and
+        they are its containers' processes. A worker whose main process is ``sshd`` (the image's
+        default) loses them at once even with grace: sshd exits on SIGTERM, and when a PID
+        namespace's init exits the kernel SIGKILLs every process left in it."""
+        meta = pod["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        proc = self.pod_processes.pop((ns, name), None)
+        if proc is not None and proc.returncode is None:
+            if grace > 0:
+                proc.send_signal(signal.SIGTERM)  # to the main process only, as the runtime does
+                try:
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
+                except asyncio.TimeoutError:
+                    pass
+            _killpg(proc)
+            await proc.wait()
+        for rank in self._ranks_on(pod):
+            try:
+                rank.kill()
+            except psutil.Error:
+                pass
+
+    def _ranks_on(self, pod: dict) -> list[psutil.Process]:
+        """The rank processes mpirun placed on worker ``pod`` (``--map-by slot``: ``slotsPerWorker``
+        each, in worker order), found under the MPIJob's launcher process."""
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(JOB_ROLE) != "worker":
+            return []
+        job_name, index = labels.get(JOB_NAME), int(labels.get(REPLICA_INDEX, 0))
+        job = self.emulator.get(MPIJOBS, pod["metadata"]["namespace"], job_name) if job_name else None
+        launcher = self.processes.get((pod["metadata"]["namespace"], job_name or ""))
+        if job is None or launcher is None or launcher.returncode is not None:
+            return []
+        slots = int(job["spec"].get("slotsPerWorker") or 1)
+        mine = {str(r) for r in range(index * slots, (index + 1) * slots)}
+        found = []
+        try:
+            for child in psutil.Process(launcher.pid).children(recursive=True):
+                try:
+                    if child.environ().get("OMPI_COMM_WORLD_RANK") in mine:
+                        found.append(child)
+                except psutil.Error:
+                    continue
+        except psutil.Error:
+            return []
+        return found
+
+    def _replace_worker(self, pod: dict) -> None:
+        """``getOrCreateWorker``: a worker pod of a live MPIJob that is gone is created again
+        (the real operator's informer sees the pod's deletion and re-syncs the job)."""
+        meta = pod["metadata"]
+        labels = meta.get("labels") or {}
+        ns, job_name = meta["namespace"], labels.get(JOB_NAME)
+        if labels.get(JOB_ROLE) != "worker" or not job_name or self._gone(ns, job_name):
+            return
+        job = self.emulator.get(MPIJOBS, ns, job_name)
+        conds = {c["type"]: c["status"] for c in ((job or {}).get("status") or {}).get("conditions") or []}
+        if job is None or "True" in (conds.get("Succeeded"), conds.get("Failed")):
+            return
+        index = int(labels.get(REPLICA_INDEX, 0))
+        if self.emulator.get(PODS, ns, meta["name"]) is None:
+            body = self._worker_body(job, index)
+            created = self._create_pod(ns, body, job)
+            if created is not None:
+                self._schedule(ns, created, [self.gpus_per_node] * self.nodes)
+
     def _suspend(self, job: dict) -> None:
+        """``runPolicy.suspend``: the launcher Job is suspended (the Job controller deletes its pods,
+        with grace) and ``cleanUpWorkerPods`` deletes the workers (with grace)."""
         ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
-        self._kill((ns, name))
         launcher_job = self.emulator.get(JOBS, ns, f"{name}-launcher")
         if launcher_job is not None:
             self.emulator.patch(JOBS, ns, f"{name}-launcher", {"spec": {"suspend": True}})
@@ -442,7 +513,9 @@ class FakeCluster:
             self.emulator.pod_log(ns, lname, container["name"]).close()
             if self._gone(ns, name):
                 return  # deleted or suspended while running
-            reason = "OOMKilled" if rc in (-signal.SIGKILL, 137) else ("Completed" if rc == 0 else "Error")
+            # A SIGKILLed container stands for the OOM killer; one that exits 137 itself (the launcher
+            # wrapper after mpirun lost a SIGKILLed rank) is an Error, as the kubelet reports it.
+            reason = "OOMKilled" if rc == -signal.SIGKILL else ("Completed" if rc == 0 else "Error")
             exit_code = 137 if rc < 0 else rc
             self._pod_status(ns, lname, {"phase": "Succeeded" if rc == 0 else "Failed", "containerStatuses": [{
                 "name": container["name"], "image": container["image"], "imageID": "", "ready": False,

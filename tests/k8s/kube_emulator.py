@@ -355,19 +355,27 @@ class KubeEmulator(kmock.KubernetesScaffold):
         new = json_patch(old, patch) if isinstance(patch, list) else merge_patch(old, patch)
         return self.replace(res, namespace, name, new, status_only=status_only)
 
-    def delete(self, res: ResKey, namespace: str | None, name: str, policy: str = "Background") -> dict:
+    def delete(self, res: ResKey, namespace: str | None, name: str, policy: str = "Background",
+               grace_seconds: int | None = None) -> dict:
         """Delete as the apiserver and its garbage collector do. An object with finalizers, a
         Foreground deletion with dependents, or (``graceful_pods``) a pod on a node is only marked
         (``deletionTimestamp``, MODIFIED) and removed once nothing holds it any more; Background
-        removes it at once and then its dependents (``ownerReferences``)."""
+        removes it at once and then its dependents (``ownerReferences``). A pod's grace period is
+        ``grace_seconds`` (DeleteOptions ``gracePeriodSeconds``), else its
+        ``terminationGracePeriodSeconds`` (default 30); 0 is a force delete: the object goes at once
+        and the kubelet kills what it finds left (``kubectl delete --grace-period=0 --force``)."""
         obj = self.store[res][(namespace, name)]
         meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
+        if meta.get("deletionTimestamp") and grace_seconds != 0:
             return copy.deepcopy(obj)
+        if res == PODS and grace_seconds == 0:
+            return self._remove(res, namespace, name)
         foreground = policy == "Foreground" and bool(self._dependents(meta["uid"]))
         if foreground or meta.get("finalizers") or self._kubelet_holds(res, obj):
             meta["deletionTimestamp"] = now_rfc3339()
-            meta["deletionGracePeriodSeconds"] = 30 if res == PODS else 0
+            meta["deletionGracePeriodSeconds"] = 0 if res != PODS else (
+                grace_seconds if grace_seconds is not None else int(obj.get("spec", {}).get(
+                    "terminationGracePeriodSeconds", 30)))
             if foreground:
                 meta["finalizers"] = [*meta.get("finalizers", []), "foregroundDeletion"]
             meta["resourceVersion"] = self._bump()
@@ -572,7 +580,8 @@ class KubeEmulator(kmock.KubernetesScaffold):
                                f"failed: ResourceVersion in precondition: {sent_rv}, ResourceVersion in object meta: "
                                f'{self.store[key][(ns, name)]["metadata"]["resourceVersion"]}')
             policy = params.get("propagationPolicy") or body.get("propagationPolicy") or "Background"
-            obj = self.delete(key, ns, name, policy)
+            grace = params.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+            obj = self.delete(key, ns, name, policy, None if grace is None else int(grace))
             obj.setdefault("metadata", {})["annotations"] = {
                 **obj["metadata"].get("annotations", {}), "emulator/propagationPolicy": policy}
             return aiohttp.web.json_response(obj)

@@ -38,6 +38,25 @@ def _launcher_exit(pods: Iterable[dict[str, Any]]) -> int | None:
     return None
 
 
+def _retries(pods: Iterable[dict[str, Any]]) -> str | None:
+    """What the launcher Job's retries cost so far, in words (None: none yet): the launcher pods
+    that ended non-zero before the newest one (``restartPolicy: Never`` keeps each with its exit
+    code). A retry continues from the run's last checkpoint; the steps that cost are in the
+    trainer's ``resumed`` event (0 after a preemption, exit 75)."""
+    launchers = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_ROLE_LABEL) == "launcher"]
+    launchers.sort(key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "")
+    codes = []
+    for pod in launchers[:-1]:
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            code = ((cs.get("state") or {}).get("terminated") or {}).get("exitCode")
+            if code not in (None, 0):
+                codes.append(str(code))
+    if not codes:
+        return None
+    return (f"the launcher Job retried {len(codes)}x (exit code {', '.join(codes)}; {exitcodes.PREEMPTED}: preempted "
+            "after a checkpoint) and went on from the run's last checkpoint; its resumed event says the steps lost")
+
+
 def missing_status(namespace: str, name: str, *, reused_by: str | None = None) -> JobStatus:
     """LOST (final): the MPIJob is gone and its outcome was never seen, so waiters stop.
     ``reused_by``: the uid of another MPIJob that has taken the name since (never shown as ours)."""
@@ -77,7 +96,7 @@ def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None 
                          ranks=ranks, exit_code=exit_code)
 
     if _true(conds, "Succeeded"):  # before deletionTimestamp: a TTL clean-up does not undo a success
-        return make(JobState.SUCCEEDED, None, "Succeeded")
+        return make(JobState.SUCCEEDED, _retries(pods), "Succeeded")
     if _true(conds, "Failed") and exit_code == exitcodes.PREEMPTED and not problems:
         return make(JobState.PREEMPTED, "a SIGTERM stopped every rank after a checkpoint and no launcher retry is left "
                     "(k8s.backoff_limit); a job with --resume in the same run_dir goes on from there", "Failed")
@@ -96,7 +115,7 @@ def mpijob_status(job: dict[str, Any] | None, pods: list[dict[str, Any]] | None 
     if _true(conds, "Restarting"):
         return make(JobState.RESTARTING, problems[0] if problems else conds["Restarting"].get("message"), "Restarting")
     if _true(conds, "Running"):
-        return make(JobState.RUNNING, problems[0] if problems else None, "Running")
+        return make(JobState.RUNNING, problems[0] if problems else _retries(pods), "Running")
     if not conds:
         return make(JobState.PENDING, blocked or "waiting for the MPI Operator to pick the job up (no status yet)")
     if problems:
