@@ -37,7 +37,8 @@ from lanenb_trainer.config import TrainConfig
 
 
 class Launch:
-    """One launch of the ranks; sends ``sig`` to rank 1 once rank 0 reports step ``at``."""
+    """One launch of the ranks; sends ``sig`` to its last rank (rank 1 of 2) once rank 0 reports
+    step ``at``."""
 
     def __init__(self, at: int | None = None, sig: signal.Signals = signal.SIGTERM) -> None:
         self.at, self.sig = at, sig
@@ -55,9 +56,9 @@ class Launch:
             self.pids[ev.rank] = ev["pid"]
         if ev.kind == "step" and ev.rank == 0:
             self.first_step = self.first_step or time.monotonic()
-            if self.at is not None and self.sent is None and ev["step"] >= self.at and 1 in self.pids:
+            if self.at is not None and self.sent is None and ev["step"] >= self.at:
                 self.sent = time.monotonic()
-                os.kill(self.pids[1], self.sig)
+                os.kill(self.pids[max(self.pids)], self.sig)  # rank 1, or a 1-rank launch's only rank
 
     def of(self, kind: str) -> list:
         return [e for e in self.events if e.kind == kind and e.rank == 0]

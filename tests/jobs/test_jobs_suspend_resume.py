@@ -115,3 +115,28 @@ def test_a_suspended_training_run_resumes_from_a_new_job_object_with_more_worker
     assert steps[-1] == starts[0]["total_steps"]  # the uninterrupted run's step count, none taken twice
     assert len(steps) == len(set(steps))
     assert get_job(job.name).spec.num_workers == 1  # recorded: every later view and resume sees it
+
+
+@pytest.mark.slow
+def test_a_suspended_run_resumes_on_fewer_ranks_with_the_global_batch_kept(synth_root, tmp_path):
+    """``job.resume(processes=1)`` of a 2-rank run: the trainer keeps the global batch by
+    accumulating 2 micro-batches a step, takes the rest of the epoch once, and says so."""
+    spec = TrainSpec(dataset=str(synth_root), processes=2, engine="ddp", batch_size=4, epochs=1, use_val=False,
+                     run_dir=str(tmp_path / "run"), env={"LANENB_THREADS": "1"},
+                     extra_args=["--img-height", "64", "--img-width", "160", "--log-every", "1",
+                                 "--warmup-steps", "2", "--system-interval", "5"])
+    job = submit(spec)
+    for ev in job.events(follow=True):
+        if ev.kind == "step" and ev["step"] == 2:
+            break
+    assert job.suspend().state is JobState.SUSPENDED
+    assert job.resume(processes=1).state is JobState.RUNNING
+    assert job.wait(timeout=120).state is JobState.SUCCEEDED
+    events = list(job.events())
+    starts = [ev for ev in events if ev.kind == "start" and ev.rank == 0]
+    assert [s["world_size"] for s in starts] == [2, 1]
+    (resumed,) = [ev for ev in events if ev.kind == "resumed"]
+    assert (resumed["resized"]["from"], resumed["resized"]["to"], resumed["resized"]["accumulation"]) == (2, 1, 2)
+    steps = [ev["step"] for ev in events if ev.kind == "step" and ev.rank == 0]
+    assert steps[-1] == starts[0]["total_steps"] and len(steps) == len(set(steps))  # same optimizer steps, once each
+    assert get_job(job.name).spec.processes == 1

@@ -261,9 +261,12 @@ class FakeCluster:
                 await asyncio.sleep(self.stop_delay)
                 await self._stop_containers(obj, float(meta.get("deletionGracePeriodSeconds") or 0))
                 self.emulator.finish_pod_deletion(meta["namespace"], meta["name"])
-            elif kind == "DELETED":  # force-deleted (node lost): whatever still runs there dies now
-                await self._stop_containers(obj, 0.0)
-                self._replace_worker(obj)
+            elif kind == "DELETED":
+                # force-deleted (node lost): what runs there dies now; a graceful deletion was stopped
+                # above, and the ranks found now would be the launcher retry's
+                if not meta.get("deletionTimestamp"):
+                    await self._stop_containers(obj, 0.0)
+                self._replace_worker(obj)  # the operator makes a missing worker again
             return
         if res != MPIJOBS:
             return
@@ -285,11 +288,17 @@ class FakeCluster:
         """What the kubelet does to a pod being deleted: SIGTERM to each container's main process,
         SIGKILL to all that is left once it exits or ``grace`` seconds pass (``killContainer``).
         A worker here runs no process of its own: its ranks run under the launcher's mpirun, and
-        they are its containers' processes. A worker whose main process is ``sshd`` (the image's
-        default) loses them at once even with grace: sshd exits on SIGTERM, and when a PID
-        namespace's init exits the kernel SIGKILLs every process left in it."""
+        they are its containers' processes. A worker whose main process is ``sshd`` loses them at
+        once even with grace: sshd exits on SIGTERM, and when a PID namespace's init exits the
+        kernel SIGKILLs every process left in it. One whose command is the worker init
+        (``lanenb_trainer.worker_init``, what the manifests run) first has them checkpoint:
+        ``_preempt_ranks`` does here what that init does in a real container (SIGUSR1 to the
+        ranks, wait for them within its ``--grace``); the init itself, as a process tree, is
+        tested in ``test_k8s_worker_init``."""
         meta = pod["metadata"]
         ns, name = meta["namespace"], meta["name"]
+        if grace > 0:
+            await self._preempt_ranks(pod, grace)
         proc = self.pod_processes.pop((ns, name), None)
         if proc is not None and proc.returncode is None:
             if grace > 0:
@@ -305,6 +314,24 @@ class FakeCluster:
                 rank.kill()
             except psutil.Error:
                 pass
+
+    async def _preempt_ranks(self, pod: dict, grace: float) -> None:
+        """The worker init's SIGTERM: SIGUSR1 to the pod's ranks, then wait until they exit or the
+        init's ``--grace`` (bounded by the pod's) passes."""
+        command = [str(a) for a in (pod["spec"]["containers"][0].get("command") or [])]
+        if "lanenb_trainer.worker_init" not in command:
+            return  # sshd as PID 1: nothing is signalled
+        init_grace = float(command[command.index("--grace") + 1]) if "--grace" in command else 50.0
+        ranks = self._ranks_on(pod)
+        for rank in ranks:
+            try:
+                rank.send_signal(signal.SIGUSR1)
+            except psutil.Error:
+                pass
+        deadline = asyncio.get_running_loop().time() + min(grace, init_grace)
+        while ranks and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)
+            ranks = [r for r in ranks if _running(r)]
 
     def _ranks_on(self, pod: dict) -> list[psutil.Process]:
         """The rank processes mpirun placed on worker ``pod`` (``--map-by slot``: ``slotsPerWorker``
@@ -546,6 +573,13 @@ class FakeCluster:
         # One status update, as the operator's reconcile loop does: Running off, Succeeded/Failed on.
         self._set_conditions(ns, name, [("Running", "False", "MPIJobRunning", "launcher finished"),
                                         (final[0], "True", final[1], final[2])], completionTime=now_rfc3339())
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _killpg(proc: asyncio.subprocess.Process) -> None:

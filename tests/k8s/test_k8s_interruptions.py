@@ -1,7 +1,9 @@
 """A real 2-rank trainer in the fake operator's pods, interrupted the ways a cluster does it, each
 through the API server as the scheduler, a node's loss or a person would: a pod deleted with grace
 (preemption), a worker pod force-deleted (its node gone), and ``runPolicy.suspend`` then resume.
-Each ends SUCCEEDED from the run's checkpoint, and says what it cost."""
+Each ends SUCCEEDED from the run's checkpoint, and says what it cost. A worker pod deleted with grace
+(a suspend deletes them all) loses no step: its command is the worker init, which has its ranks
+checkpoint before sshd stops (the init itself: ``test_k8s_worker_init``)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,13 @@ def _steps(run_dir: Path) -> list[int]:
 
 def _start(cluster, backend, tmp_path, name: str, epochs: int):
     """Submit a tiny real run (``epochs`` x 5 steps); returns (spec, handle, run dir)."""
+    spec, run_dir = _spec(cluster, backend, tmp_path, name, epochs)
+    handle = backend.submit(spec)  # k8s.backoff_limit and terminationGracePeriodSeconds: the defaults
+    return spec, handle, run_dir
+
+
+def _spec(cluster, backend, tmp_path, name: str, epochs: int):
+    """The data, its PVC and the spec of a tiny real run (``epochs`` x 5 steps); returns (spec, run dir)."""
     from kubernetes import client
 
     from lanenb_trainer.data.synth import synthesize
@@ -55,8 +64,7 @@ def _start(cluster, backend, tmp_path, name: str, epochs: int):
         batch_size=1, epochs=epochs, use_val=False, volumes=[f"tusimple-data:{volume}"],
         extra_args=["--img-height", "64", "--img-width", "128", "--log-every", "1", "--no-tensorboard"],
     )
-    handle = backend.submit(spec)  # k8s.backoff_limit and terminationGracePeriodSeconds: the defaults
-    return spec, handle, volume / "lanenb-runs" / name
+    return spec, volume / "lanenb-runs" / name
 
 
 def _pods(backend, role: str) -> list:
@@ -127,3 +135,48 @@ def test_a_lost_worker_node_costs_at_most_one_checkpoint_interval_and_the_run_go
     assert status.reason is not None and "retried 1x" in status.reason and f"exit code {code}" in status.reason
     assert f'"steps_lost_total":{resumed["steps_lost"]}' in log
 
+
+
+def test_a_worker_pod_deleted_with_grace_checkpoints_its_ranks_and_the_retry_loses_no_step(cluster, backend,
+                                                                                           tmp_path):
+    # the worker init (its command) turns the pod's SIGTERM into SIGUSR1 to rank 1 and waits for its
+    # checkpoint; sshd as PID 1 would have exited at once, taking rank 1 with it
+    from kubernetes import client
+
+    _thread, fake = cluster
+    spec, handle, run_dir = _start(cluster, backend, tmp_path, "lane-drain", epochs=1)
+    wait_for(lambda: len(_steps(run_dir)) >= 2, timeout=120)
+    client.CoreV1Api(backend.clients().api).delete_namespaced_pod("lane-drain-worker-1", "default")
+    _status, log = _finish(backend, spec, handle)
+    assert len(fake.launched) == 2  # the launcher exited 75; the launcher Job's retry continued
+    events = _events(run_dir)
+    preempted, resumed = _one(events, "preempted"), _one(events, "resumed")
+    assert preempted["checkpoint_s"] is not None and preempted["ranks"] == [1]  # only the drained pod's rank
+    assert (resumed["count"], resumed["step"], resumed["steps_lost"]) == (1, preempted["step"], 0)
+    assert _steps(run_dir) == list(range(1, STEPS_PER_EPOCH + 1))  # no step taken twice
+    assert '"steps_lost_total":0' in log
+
+
+def test_a_suspend_checkpoints_every_rank_and_the_resume_loses_no_step(cluster, backend, kubeconfig, tmp_path,
+                                                                       monkeypatch):
+    from lanenb.jobs import submit
+    from lanenb.registry.jobs import JobRegistry
+
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("LANENB_HOME", str(tmp_path / "home"))
+    spec, run_dir = _spec(cluster, backend, tmp_path, "lane-pause", epochs=1)
+    job = submit(spec, registry=JobRegistry(tmp_path / "jobs.sqlite3"))
+    wait_for(lambda: len(_steps(run_dir)) >= 2, timeout=120)
+    job.suspend()  # the operator deletes the launcher and both worker pods, with grace
+    assert wait_for(lambda: (s := job.status()).state == JobState.SUSPENDED and s, timeout=30)
+    # every pod's ranks checkpointed before their pods went (workers too: their init waited for them)
+    wait_for(lambda: not _pods(backend, "launcher") and not _pods(backend, "worker"), timeout=60)
+    preempted = _one(_events(run_dir), "preempted")
+    assert preempted["checkpoint_s"] is not None and sorted(preempted["ranks"]) == [0, 1]
+    assert _events(run_dir)[-1]["kind"] == "end" and _events(run_dir)[-1]["status"] == "preempted"
+    job.resume()
+    status = job.wait(timeout=240, poll=0.2)
+    assert status.state == JobState.SUCCEEDED, status
+    resumed = _one(_events(run_dir), "resumed")
+    assert (resumed["count"], resumed["step"], resumed["steps_lost"]) == (1, preempted["step"], 0)
+    assert _steps(run_dir) == list(range(1, STEPS_PER_EPOCH + 1))  # no step taken twice

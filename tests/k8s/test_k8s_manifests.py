@@ -12,7 +12,7 @@ import yaml
 from k8s_harness import REPO, shared_dir
 
 from lanenb.backends.kubernetes.backend import InvalidNameError, ManifestError, build_mpijob, render
-from lanenb.backends.kubernetes.manifests import LAUNCHER_WRAPPER, TRAINER_ENTRYPOINT, mpirun_argv
+from lanenb.backends.kubernetes.manifests import LAUNCHER_WRAPPER, TRAINER_ENTRYPOINT, WORKER_INIT, mpirun_argv
 from lanenb.contract.spec import SpecError, TrainSpec
 from lanenb.kube.identity import submitter, user_label_value
 from lanenb.kube.objects import build_restored_pvc, build_volume_snapshot
@@ -119,6 +119,20 @@ def test_resources_and_read_only_volumes():
     assert claims["data"].get("readOnly") is True and "readOnly" not in claims["out"]
     # the run dir goes to the first writable volume, never a read-only one
     assert job["metadata"]["annotations"]["lanenb/run-dir"] == "/out/lanenb-runs/lane-unit"
+
+
+@pytest.mark.parametrize(("grace", "waits"), [(None, "50"), (120, "110"), (12, "10")])
+def test_workers_run_sshd_under_the_init_that_lets_their_ranks_checkpoint_first(grace, waits):
+    from lanenb_trainer.worker_init import is_rank_cmdline
+
+    job = build_mpijob(spec_for(k8s={"termination_grace_seconds": grace}))
+    pod = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    # the pod's SIGTERM reaches the ranks as a preemption; sshd is stopped once they checkpointed,
+    # or after the grace less a margin for sshd's and the init's exit (before the kubelet's SIGKILL)
+    assert pod["containers"][0]["command"] == [*WORKER_INIT, "--grace", waits, "--", "/usr/sbin/sshd", "-De"]
+    assert WORKER_INIT == ["python", "-m", "lanenb_trainer.worker_init"]
+    assert int(waits) < pod["terminationGracePeriodSeconds"]
+    assert is_rank_cmdline(TRAINER_ENTRYPOINT)  # the init finds the processes the launcher starts
 
 
 def test_launcher_runs_mpirun_argv_with_the_trainer_entry_point():

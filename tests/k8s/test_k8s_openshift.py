@@ -56,7 +56,9 @@ def test_openshift_mode_pods_pass_the_restricted_level():
         assert {HOME, SSH_AUTH_MOUNT_PATH} <= mounts
     assert job["spec"]["sshAuthMountPath"] == SSH_AUTH_MOUNT_PATH
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    assert worker["command"] == ["/usr/local/bin/lanenb-entrypoint", "sshd", str(SSH_PORT)]
+    # the init (lanenb_trainer.worker_init) wraps the entrypoint: sshd is its child, not PID 1
+    assert worker["command"] == ["python", "-m", "lanenb_trainer.worker_init", "--grace", "50", "--",
+                                 "/usr/local/bin/lanenb-entrypoint", "sshd", str(SSH_PORT)]
     args = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]
     assert "--allow-run-as-root" not in args
     assert args[:2] == ["--ssh-port", str(SSH_PORT)]

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "API_VERSION", "KIND", "TRAINER_ENTRYPOINT", "LAUNCHER_WRAPPER", "MANAGED_BY", "JOB_NAME_LABEL", "JOB_ROLE_LABEL",
     "RUNAI_SCHEDULER", "SSH_AUTH_MOUNT_PATH", "MPI_CONFIG_MOUNT_PATH", "LAUNCHER_RESOURCES", "namespace_for",
-    "DEFAULT_TERMINATION_GRACE_S", "termination_grace",
+    "DEFAULT_TERMINATION_GRACE_S", "termination_grace", "WORKER_INIT", "worker_command",
     "cluster_run_dir", "check_cluster_paths", "ssh_auth_mount_path", "mpirun_argv", "env_entries", "build_mpijob",
     "render", "literal_secrets", "env_secret_name", "build_env_secret",
 ]
@@ -41,6 +41,9 @@ TRAINER_ENTRYPOINT = ["python", "-m", "lanenb_trainer"]  # must match trainer/Do
 # The launcher runs mpirun through this wrapper: it waits for every worker's sshd (the operator's
 # race) and turns mpirun's "lost host" messages into an error event (lanenb_trainer/launcher.py).
 LAUNCHER_WRAPPER = ["python", "-m", "lanenb_trainer.launcher", "--"]
+# Each worker runs sshd under this init: sshd as PID 1 exits on the pod's SIGTERM and the kernel kills
+# the ranks with it; the init first has the ranks checkpoint (lanenb_trainer/worker_init.py).
+WORKER_INIT = ["python", "-m", "lanenb_trainer.worker_init"]
 RUNAI_SCHEDULER = "runai-scheduler"
 SSH_AUTH_MOUNT_PATH = "/root/.ssh"  # the image runs as root (see trainer/Dockerfile)
 MPI_CONFIG_MOUNT_PATH = "/etc/mpi"  # the operator's hostfile ConfigMap (configMountPath)
@@ -204,6 +207,16 @@ def termination_grace(spec: TrainSpec) -> int:
     return spec.k8s.termination_grace_seconds or DEFAULT_TERMINATION_GRACE_S
 
 
+def worker_command(spec: TrainSpec, *, openshift: bool = False) -> list[str]:
+    """The worker container's command: sshd (through the image's entrypoint in OpenShift mode) under
+    :data:`WORKER_INIT`, which waits for the ranks' checkpoint for the pod's grace period less a
+    margin (a sixth, at most 10 s: 50 s of the default 60) in which sshd and the init exit before
+    the kubelet's SIGKILL."""
+    grace = termination_grace(spec)
+    sshd = [restricted.ENTRYPOINT, "sshd", str(restricted.SSH_PORT)] if openshift else ["/usr/sbin/sshd", "-De"]
+    return [*WORKER_INIT, "--grace", str(grace - min(10, grace // 6)), "--", *sshd]
+
+
 def mpirun_argv(spec: TrainSpec, run_dir: str | None = None, *, openshift: bool = False) -> list[str]:
     """The launcher's full argv: mpirun options, then the trainer entry point and its flags
     (built by ``lanenb.launch.mpirun.build_mpirun_argv``, the one builder local jobs use too).
@@ -315,12 +328,11 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
     labels = _labels(spec)
 
     launcher_command, launcher_args = LAUNCHER_WRAPPER[:3], LAUNCHER_WRAPPER[3:]
-    worker_command = ["/usr/sbin/sshd", "-De"]
+    worker_cmd = worker_command(spec, openshift=openshift)
     if openshift:
         # Through the image's entrypoint (a passwd entry for the arbitrary UID), sshd on a high port.
         launcher_command = [restricted.ENTRYPOINT, *launcher_command]
         launcher_args = ["--ssh-port", str(restricted.SSH_PORT), *launcher_args]
-        worker_command = [restricted.ENTRYPOINT, "sshd", str(restricted.SSH_PORT)]
         env = [*env, {"name": "HOME", "value": restricted.HOME}]
     launcher_container: dict[str, Any] = {
         "name": "launcher",
@@ -335,7 +347,7 @@ def build_mpijob(spec: TrainSpec, run_dir: str | None = None, namespace: str | N
         "name": "worker",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "command": worker_command,
+        "command": worker_cmd,
         "env": [dict(e) for e in env],  # a copy: shared lists would render as YAML anchors
     }
     if openshift:
