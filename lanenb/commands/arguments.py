@@ -11,6 +11,7 @@ is overridden only by flags actually on the line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,9 @@ from lanenb_trainer.flags import to_flags
 
 __all__ = ["add_job_arguments", "job_flags", "add_run_arguments", "check_run_flags", "spec_from_args",
            "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS", "RUN_FLAGS"]
+
+# the defaults --help names: TrainSpec's, which are the trainer's (one default each)
+_JOB = {f.name: f.default for f in dataclasses.fields(TrainSpec)}
 
 # TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
 SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
@@ -39,10 +43,11 @@ JOB_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--processes", "-np"), dict(type=int, metavar="N", help="MPI ranks (runai --processes); default 2")),
     (("--gpus", "--gpu", "-g"), dict(type=int, metavar="N", help="GPUs per process (runai --gpus); default 0")),
     (("--batch-size",), dict(type=int, metavar="N",
-                             help="per-rank batch size; the global batch is processes x this (default 8)")),
-    (("--epochs",), dict(type=int, metavar="N", help="epochs (default 1)")),
+                             help="per-rank batch size; the global batch is processes x this "
+                                  f"(default {_JOB['batch_size']})")),
+    (("--epochs",), dict(type=int, metavar="N", help=f"epochs (default {_JOB['epochs']})")),
     (("--engine",), dict(choices=ENGINES, help="horovod | ddp | auto (horovod when importable)")),
-    (("--backbone",), dict(choices=BACKBONES, help="SCNN backbone (default small)")),
+    (("--backbone",), dict(choices=BACKBONES, help=f"SCNN backbone (default {_JOB['backbone']})")),
     (("--backend",), dict(metavar="NAME", help="where the job runs (available_backends())")),
     (("--pvc",), dict(dest="volumes", action="append", metavar="NAME:/MOUNT[:ro]",
                       help="mount a PVC in every rank (repeatable, runai --pvc)")),

@@ -34,7 +34,7 @@ from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.volumes import VolumeMount
 from lanenb.errors import SpecError
 from lanenb.kube.rules import parse_secret_ref
-from lanenb_trainer.config import BACKBONES, ENGINES, global_batch  # one list for CLI, spec and trainer
+from lanenb_trainer.config import BACKBONES, ENGINES, TrainConfig, global_batch  # one list for CLI, spec and trainer
 from lanenb_trainer.flags import to_flags
 from lanenb_trainer.model_registry import list_models
 
@@ -46,6 +46,11 @@ PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 def generate_job_name() -> str:
     """``lane-<date>-<time>-<4 hex>``: sortable by start, unique enough for one user's jobs."""
     return f"lane-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+# The trainer's defaults: a job field that is a trainer setting takes its default from here, so
+# the two never drift (max_steps None and val_batch_size None mean "the trainer's").
+_TRAINER = TrainConfig()
 
 
 @dataclass
@@ -115,10 +120,11 @@ class TrainSpec:
     dataset: str
     processes: int = 2
     gpus: int = 0
-    batch_size: int = 8
-    epochs: int = 1
-    engine: str = "auto"
-    backbone: str = "small"
+    # the trainer's settings default as the trainer does: one default each, in TrainConfig
+    batch_size: int = _TRAINER.batch_size
+    epochs: int = _TRAINER.epochs
+    engine: str = _TRAINER.engine
+    backbone: str = _TRAINER.backbone
     image: str | None = None
     image_pull_policy: str = "IfNotPresent"
     volumes: list[VolumeMount] = field(default_factory=list)
@@ -126,7 +132,7 @@ class TrainSpec:
     large_shm: bool = False
     cpu: str | None = None
     memory: str | None = None
-    enable_snapshot: bool = False
+    enable_snapshot: bool = _TRAINER.enable_snapshot
     pvc_name: str | None = None
     name: str | None = None
     backend: str = "local"
@@ -135,7 +141,7 @@ class TrainSpec:
     extra_args: list[str] = field(default_factory=list)
     max_steps: int | None = None
     num_workers: int = 0
-    use_val: bool = True
+    use_val: bool = _TRAINER.use_val
     val_batch_size: int | None = None
     max_restarts: int = 0
     labels: dict[str, str] = field(default_factory=dict)

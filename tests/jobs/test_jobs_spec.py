@@ -86,7 +86,8 @@ BAD_K8S = [
     ("rdma_resources", {"rdma/shared_ib": 0}, "k8s.rdma_resources[rdma/shared_ib]=0: must be >= 1"),
     ("rdma_resources", ["rdma/ib"], "k8s.rdma_resources=['rdma/ib']: must be a dict"),
     ("context", "", "k8s.context='': must be a non-empty string or None"),
-    ("labels", ["team=a"], "k8s.labels=['team=a']: must be a dict of label keys to string values"),
+    ("labels", ["team"], "k8s.labels='team': must be KEY=VALUE"),  # KEY=VALUE strings, as --label takes
+    ("labels", 3, "k8s.labels=3: must be a dict of label keys to string values"),
     ("labels", {"team a": "x"}, "k8s.labels={'team a': 'x'}: label key 'team a' is not valid"),
     ("labels", {"Example.com/team": "a"}, "label key 'Example.com/team' is not valid"),  # prefix: a DNS subdomain
     ("labels", {"team": "a/b"}, "k8s.labels={'team': 'a/b'}: label team='a/b' is not valid: a value is a string"),
@@ -225,3 +226,23 @@ def test_gpus_choose_the_ranks_device(backend, gpus, device):
     args = TrainSpec(dataset="/data", backend=backend, gpus=gpus, **extra).trainer_args("/runs/x")
     found = [args[i:i + 2] for i, a in enumerate(args) if a == "--device"]
     assert found == ([device] if device else [])
+
+
+def test_a_job_left_at_its_defaults_trains_as_the_trainer_does_at_its_own(tmp_path):
+    """One default per setting: a job field that is a trainer setting (epochs, batch size,
+    engine, backbone, validation, loader workers, step limit...) says what the trainer says,
+    so ``%lanetrain --data D`` and ``python -m lanenb_trainer --data D`` train the same run."""
+    import dataclasses
+
+    from lanenb_trainer.config import TrainConfig, parse_config
+
+    spec = TrainSpec(dataset=str(tmp_path))
+    job = parse_config(spec.trainer_args(str(tmp_path / "run")), env={})
+    trainer = TrainConfig(data=str(tmp_path), run_dir=str(tmp_path / "run"), run_id=spec.name)
+    shared = ("epochs", "batch_size", "engine", "backbone", "use_val", "val_batch_size", "max_steps",
+              "enable_snapshot", "pvc_name")
+    assert {n: getattr(job, n) for n in shared} == {n: getattr(trainer, n) for n in shared}
+    assert job.loader_workers == trainer.loader_workers == spec.num_workers
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainSpec)}
+    assert {n: defaults[n] for n in ("epochs", "batch_size", "engine", "backbone", "use_val")} == {
+        n: getattr(trainer, n) for n in ("epochs", "batch_size", "engine", "backbone", "use_val")}

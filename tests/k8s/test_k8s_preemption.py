@@ -146,3 +146,16 @@ def test_launcher_sources_stay_stdlib_only():
         assert "torch" not in sys.modules, sorted(m for m in sys.modules if m.startswith("torch"))
     """)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_worker_init_imports_nothing_but_the_stdlib():
+    # every worker pod's first process (lanenb_trainer.worker_init): no torch, numpy, nor another
+    # trainer module that could pull them in later
+    code = textwrap.dedent("""
+        import sys
+        before = set(sys.modules)
+        import lanenb_trainer.worker_init
+        new = {m for m in set(sys.modules) - before if m.split(".")[0] not in sys.stdlib_module_names}
+        assert new <= {"lanenb_trainer", "lanenb_trainer.worker_init"}, sorted(new)
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -13,7 +13,7 @@ an MPIJob, done here from the MPIJob that ``lanenb``'s manifest builder produced
   0600 (``setupSSHOnPod``), laid out like a kubelet Secret volume (``..data`` symlinks, 1777 dir);
 - the ``<job>-config`` ConfigMap at ``/etc/mpi``: ``hostfile`` (``<host> slots=N`` per worker,
   0444) and ``discover_hosts.sh`` (0555) (``newConfigMap``, ``updateDiscoverHostsInConfigMap``);
-- worker containers run their ``command`` (``/usr/sbin/sshd -De``) with ``trainer/ssh/sshd_config``
+- worker containers run their ``command`` (sshd under ``lanenb_trainer.worker_init``) with ``trainer/ssh/sshd_config``
   as the image's sshd drop-in; the launcher runs its ``command + args`` with its ``env`` plus what
   ``newLauncherPodTemplate`` adds (``K_MPI_JOB_ROLE``, ``OMPI_MCA_*``, ``NVIDIA_*`` cleared) and
   ``trainer/ssh/ssh_config`` as the image's ssh drop-in;

@@ -107,7 +107,7 @@ class TrainConfig:
 
     data: str = ""
     run_dir: str = ""
-    epochs: int = 10
+    epochs: int = 1  # one pass (as Keras' fit): a real run names its epochs; the job's default too
     batch_size: int = 8  # per rank
     engine: str = "auto"
     backbone: str = "small"
