@@ -158,6 +158,8 @@ export class LaneSidebar extends Widget {
     name.title = `open job ${job.name} (charts, ranks, log)`;
     name.onclick = () => this.openJob(job.name);
     top.append(stateChip(job.state), name);
+    // the buttons get a line of their own: beside the name they left it a letter wide
+    const actions = el('div', 'lanenb-job-row lanenb-job-actions');
     if (RUNNING.has(job.state)) {
       const stop = el('button', 'lanenb-stop jp-mod-styled jp-mod-warn', 'Stop');
       stop.title = `stop job ${job.name}`;
@@ -166,9 +168,9 @@ export class LaneSidebar extends Widget {
           void this.refreshNow();
         }
       };
-      top.appendChild(stop);
+      actions.appendChild(stop);
     }
-    top.append(...pauseButtons(job.name, job.state, job.verdict, () => void this.refreshNow()));
+    actions.append(...pauseButtons(job.name, job.state, job.verdict, () => void this.refreshNow()));
     const middle = el('div', 'lanenb-job-row lanenb-job-wraps');
     const bar = el('progress', 'lanenb-job-progress');
     bar.max = 1;
@@ -195,7 +197,7 @@ export class LaneSidebar extends Widget {
       verdict.title = job.verdict.line;
       bottom.appendChild(verdict);
     }
-    item.append(top, middle, bottom);
+    item.append(top, ...(actions.childElementCount ? [actions] : []), middle, bottom);
     return item;
   }
 
