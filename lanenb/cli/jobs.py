@@ -305,7 +305,7 @@ def _wait(args: argparse.Namespace) -> int:
 
 def _to_mlflow(args: argparse.Namespace) -> int:
     from lanenb.commands.trackers import run_mlflow
-    from lanenb.runs import MlflowExportError
+    from lanenb.trackers import MlflowExportError
 
     try:  # a bad value (UserError) is main()'s: "error: ..." and exit 2
         print(run_mlflow(args, args.name))
@@ -316,7 +316,7 @@ def _to_mlflow(args: argparse.Namespace) -> int:
 
 
 def _tensorboard(args: argparse.Namespace) -> int:
-    from lanenb.runs import tensorboard_dir
+    from lanenb.trackers import tensorboard_dir
 
     print(tensorboard_dir(args.name))  # an unknown job (UserError) is main()'s: "error: ..." and exit 2
     return 0

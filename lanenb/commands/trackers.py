@@ -10,7 +10,7 @@ import argparse
 from typing import TypeVar
 
 from lanenb.jobs import Job
-from lanenb.runs import DEFAULT_EXPERIMENT, to_mlflow
+from lanenb.trackers import DEFAULT_EXPERIMENT, to_mlflow
 
 __all__ = ["add_mlflow_arguments", "run_mlflow"]
 

@@ -361,7 +361,7 @@ class LaneMagics(Magics):
     @_user_errors
     def lanemlflow(self, line: str) -> None:
         """Log a finished job to MLflow: %lanemlflow JOB [--tracking-uri URI] [--experiment NAME] [--again]
-        (params, metric series, the headline with its model, the checkpoint; lanenb.runs.to_mlflow)."""
+        (params, metric series, the headline with its model, the checkpoint; lanenb.trackers.to_mlflow)."""
         args = _MLFLOW_PARSER.parse_args(arg_split(line, posix=True))
         job = resolve_job(args.job, self._user_ns)
         print(run_mlflow(args, job))

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("backends", ("lanenb.backends",)),
     ("jobs", ("lanenb.jobs",)),
     ("analysis", ("lanenb.analysis",)),
-    ("workflows", ("lanenb.workflows", "lanenb.datasets", "lanenb.runs", "lanenb.sweeps", "lanenb.team")),
+    ("workflows", ("lanenb.workflows", "lanenb.datasets", "lanenb.trackers", "lanenb.sweeps", "lanenb.team")),
     ("commands", ("lanenb.commands",)),
     ("faces", ("lanenb.notebook", "lanenb.server", "lanenb.cli")),
     ("top", ("lanenb", "lanenb.__main__")),

@@ -1,4 +1,4 @@
-"""``lanenb.runs.to_mlflow`` against a real MLflow tracking store (SQLite), read back with MlflowClient."""
+"""``lanenb.trackers.to_mlflow`` against a real MLflow tracking store (SQLite), read back with MlflowClient."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
 from mlflow.tracking import MlflowClient
 
-from lanenb.runs import AlreadyExportedError, NotFinishedError, to_mlflow
+from lanenb.trackers import AlreadyExportedError, NotFinishedError, to_mlflow
 from lanenb_trainer.events import PREFIX, parse_line
 
 pytestmark = pytest.mark.slow  # one real 2-rank training run per module
@@ -120,7 +120,7 @@ def test_the_cli_and_the_magic_export_the_same_way(finished_job, store, capsys):
 def test_without_events_jsonl_the_record_comes_from_the_jobs_log(finished_job):
     """What a Kubernetes job whose run dir is not here goes through: rank 0's events read from
     the job's log give the same series as its events.jsonl."""
-    from lanenb.runs import run_record
+    from lanenb.trackers import run_record
 
     events = Path(finished_job.run_dir) / "events.jsonl"
     from_file = run_record(finished_job)

@@ -7,7 +7,7 @@ import pytest
 from lanenb.errors import UserError
 from lanenb.jobs import JobNotFoundError
 from lanenb.registry.jobs import JobRegistry
-from lanenb.runs import to_mlflow
+from lanenb.trackers import to_mlflow
 
 
 @pytest.fixture

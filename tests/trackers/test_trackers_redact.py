@@ -12,7 +12,7 @@ from homes import isolated_home
 
 from lanenb.contract.redact import REDACTED
 from lanenb.jobs import JobState, TrainSpec, submit
-from lanenb.runs.record import run_record
+from lanenb.trackers.record import run_record
 
 PASSWORDS = ("db-pa55word", "mlfl0w-pass", "0123456789abcdef0123")
 

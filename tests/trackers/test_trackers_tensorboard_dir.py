@@ -1,4 +1,4 @@
-"""``job.tensorboard_dir`` / ``lanenb.runs.tensorboard_dir``: where ``%tensorboard --logdir`` points."""
+"""``job.tensorboard_dir`` / ``lanenb.trackers.tensorboard_dir``: where ``%tensorboard --logdir`` points."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from lanenb.errors import UserError
 from lanenb.jobs import JobNotFoundError
 from lanenb.registry.jobs import JobRegistry
-from lanenb.runs import tensorboard_dir
-from lanenb.runs.jobref import job_of
+from lanenb.trackers import tensorboard_dir
+from lanenb.trackers.jobref import job_of
 
 
 @pytest.fixture

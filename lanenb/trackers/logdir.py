@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lanenb.errors import UserError
 from lanenb.jobs import Job
-from lanenb.runs.jobref import job_of
+from lanenb.trackers.jobref import job_of
 
 __all__ = ["tensorboard_dir"]
 

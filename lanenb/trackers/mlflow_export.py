@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 from lanenb.errors import LanenbError, UserError
 from lanenb.jobs import Job, JobState
-from lanenb.runs.jobref import job_of
-from lanenb.runs.record import RunRecord, run_record
+from lanenb.trackers.jobref import job_of
+from lanenb.trackers.record import RunRecord, run_record
 
 __all__ = ["to_mlflow", "MlflowExport", "NotFinishedError", "AlreadyExportedError", "MlflowExportError",
            "DEFAULT_EXPERIMENT"]
