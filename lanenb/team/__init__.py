@@ -136,7 +136,7 @@ def team_view(*, context: str | None = None, kubeconfig: str | None = None, name
         view = TeamView(user="?", scope="namespaces", namespaces=[], jobs=[], nodes=[], quotas=[],
                         unreadable=[Unreadable("MPIJobs", None, "no Kubernetes jobs are listed", str(exc), code=0)])
     if workspace is not None:
-        rows, unreadable = workspace.read(mine=_registry_names())
+        rows, unreadable = workspace.read(mine=_registry_names)
         view.jobs = [*view.jobs, *rows]
         view.unreadable = [*view.unreadable, *unreadable]
         view.workspaces = [*view.workspaces, workspace.ref.workspace]

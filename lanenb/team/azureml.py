@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,13 +121,15 @@ class WorkspaceJobs:
                 self._gpus[name] = 0  # a deleted or unreadable cluster: its jobs still list
         return self._gpus[name]
 
-    def read(self, mine: Iterable[str] = (), now: float | None = None) -> tuple[list[TeamJob], list[Unreadable]]:
+    def read(self, mine: Callable[[], Iterable[str]] = tuple, now: float | None = None
+             ) -> tuple[list[TeamJob], list[Unreadable]]:
         """The rows and what could not be read; from memory within ``ttl_s`` of the last read.
-        ``mine``: names of jobs in this user's registry (marked "(you)")."""
+        ``mine``: the names of the jobs in this user's registry (marked "(you)"), asked only
+        when the workspace is listed again, not on every draw."""
         now = time.time() if now is None else now
         with self._lock:
             if self._read_at < 0 or now - self._read_at >= self.ttl_s:
-                self._rows, self._unreadable = self._list(set(mine))
+                self._rows, self._unreadable = self._list(set(mine()))
                 self._read_at = now
             return list(self._rows), list(self._unreadable)
 
