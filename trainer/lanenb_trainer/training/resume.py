@@ -141,22 +141,21 @@ def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size:
                           backbone=cfg.backbone, seed=cfg.seed, val_fraction=cfg.val_fraction,
                           use_val=cfg.use_val)
     plan = plan_resize(state, cfg, world_size)
-    if plan.resized:
-        return ResumePoint(epoch=state["epoch"], step_in_epoch=state["step_in_epoch"],
-                           global_step=state["global_step"], best=state["best"], lr=state["lr"],
-                           rng=RngState(None, seed=resize_seed(cfg.seed, state["global_step"], rank)), state=state,
-                           tally=_pooled_tally(state.get("epoch_tallies") or [], rank),
-                           preempted=bool(state.get("preempted")), automatic=automatic,
-                           saved_at=state.get("saved_at"), plan=plan)
-    rng = None
-    saved = state.get("rng_states") or []
-    if len(saved) == world_size:
-        mine = saved[rank]  # {"cpu", "cuda"}; older checkpoints: the CPU state alone
-        rng = (RngState(mine["cpu"], mine.get("cuda")) if isinstance(mine, dict) else RngState(mine))
+    rng: RngState | None = None
+    tally: EpochTally | None = None
+    buffers: dict[str, torch.Tensor] | None = None
     tallies = state.get("epoch_tallies") or []
-    tally = EpochTally.from_list(tallies[rank]) if len(tallies) == world_size else None
-    rank_buffers = state.get("rank_buffers") or []
-    buffers = rank_buffers[rank] if len(rank_buffers) == world_size else None
+    if plan.resized:  # no rank's state maps to another size: a seed, rank 0 the pooled sums
+        rng = RngState(None, seed=resize_seed(cfg.seed, state["global_step"], rank))
+        tally = _pooled_tally(tallies, rank)
+    else:
+        saved = state.get("rng_states") or []
+        if len(saved) == world_size:
+            mine = saved[rank]  # {"cpu", "cuda"}; older checkpoints: the CPU state alone
+            rng = (RngState(mine["cpu"], mine.get("cuda")) if isinstance(mine, dict) else RngState(mine))
+        tally = EpochTally.from_list(tallies[rank]) if len(tallies) == world_size else None
+        rank_buffers = state.get("rank_buffers") or []
+        buffers = rank_buffers[rank] if len(rank_buffers) == world_size else None
     return ResumePoint(epoch=state["epoch"], step_in_epoch=state["step_in_epoch"],
                        global_step=state["global_step"], best=state["best"], lr=state["lr"],
                        rng=rng, state=state, tally=tally, preempted=bool(state.get("preempted")),
