@@ -14,6 +14,7 @@ from lanenb_trainer.models.row_conv import (
     _Conv,
     alloc_rows,
     row_conv,
+    weight_grad,
 )
 
 DIRECTIONS = [(True, False), (True, True), (False, False), (False, True)]
@@ -70,6 +71,43 @@ def test_winograd_add_to_accumulates_whole_tiles() -> None:
     m = rows - 8
     torch.testing.assert_close(target[:, 4:4 + m], before[:, 4:4 + m] + _reference(buf, taps, rows))
     torch.testing.assert_close(target[:, :4], before[:, :4])  # the leading frame is untouched
+
+
+def _reference_weight_grad(buf: torch.Tensor, grads: torch.Tensor, kernel: int, rows: int) -> torch.Tensor:
+    """dL/d taps[t] = sum over slices and outputs i of x[i + t]^T g[pad + i], written out."""
+    m, pad = rows - kernel + 1, kernel // 2
+    return torch.stack([torch.einsum("lrc,lro->co", buf[:, t:t + m], grads[:, pad:pad + m])
+                        for t in range(kernel)])
+
+
+@pytest.mark.parametrize("kernel", [3, 9, 15])
+@pytest.mark.parametrize("rows", [23, 24, 25, 84, 164])  # outputs not a multiple of 3, the bench's
+def test_both_weight_gradients_equal_the_written_out_sum(kernel: int, rows: int) -> None:
+    """The flattened-slice GEMMs (direct) and the Winograd-domain products read every slice
+    as one block; a window across two slices must meet only the zero frame of the gradient."""
+    c = 6
+    buf = _slices(5, rows, c, kernel, torch.float64)
+    buf[:, rows:] = 7.0  # the allocation's extra rows: whole tiles read them, no output uses them
+    grads = _slices(5, rows, c + 2, kernel, torch.float64)  # zero in the frame, C_out != C_in
+    ref = _reference_weight_grad(buf, grads, kernel, rows)
+    taps = torch.zeros(kernel, c, c + 2, dtype=torch.float64)
+    torch.testing.assert_close(weight_grad(buf, grads, kernel), ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(DirectRowConv(taps, rows).weight_grad(buf, grads), ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(WinogradRowConv(taps, rows).weight_grad(buf, grads), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_winograd_weight_gradient_float32_stays_close() -> None:
+    buf, grads = _slices(6, 164, 128, 9, torch.float32), _slices(6, 164, 128, 9, torch.float32)
+    ref = _reference_weight_grad(buf.double(), grads.double(), 9, 164)
+    got = WinogradRowConv(torch.zeros(9, 128, 128), 164).weight_grad(buf, grads).double()
+    assert float((got - ref).abs().max() / ref.abs().max()) < 1e-5
+
+
+def test_weight_gradient_of_slices_too_short_to_convolve_is_zero() -> None:
+    buf = torch.randn(3, alloc_rows(6, 9), 4)
+    assert not weight_grad(buf, buf, 9).any()
+    assert not weight_grad(buf[:0], buf[:0], 9).any()
+    assert not WinogradRowConv(torch.zeros(9, 4, 4), 6).weight_grad(buf, buf).any()
 
 
 def test_packed_weight_equals_f_conv2d_and_is_used() -> None:

@@ -7,25 +7,30 @@ library convolutions on preallocated buffers:
 
 * layout ``[L, R, C]``: the swept axis outermost, channels last, and the ``N`` batch items
   laid end to end along the conv axis with ``k // 2`` zero rows between and around them, so
-  a whole slice is one contiguous ``[R, C]`` matrix (plus up to two zero rows so that its
+  a whole slice is one contiguous ``[R, C]`` matrix (plus up to four zero rows so that its
   outputs fill whole Winograd tiles) whose 1-D convolution is one
   :mod:`~lanenb_trainer.models.row_conv` call: nested Winograd F(3, 3) on the CPU (1.8x fewer
   multiply-adds than the direct convolution), else one library conv (oneDNN / cuDNN);
 * the backward is the hand-written recurrence ``G[prev] += conv^T(relu' * G[i])`` with the
   same row convolution (flipped, transposed kernel), accumulated in place on one gradient
   buffer;
-* the weight gradient of all slices is one conv weight-gradient call over the stacked
-  sweep outputs and stacked ``relu' * G`` (after the sequential pass, not one op per slice);
+* the weight gradient of all slices is computed after the sequential pass, not one op per
+  slice: GEMMs over the slices read as one long row sequence (``k`` of them for the direct
+  convolution, ``5 k / 3`` in the Winograd domain, 1.8x fewer multiply-adds);
+* the temporaries (relu outputs, ``relu' * G``, the weight gradient's transformed rows) are
+  reused from call to call (:class:`~lanenb_trainer.models.scratch.Scratch`, one per module),
+  not fresh memory that page-faults;
 * the relu' mask is kept as uint8 (a quarter of float32's bytes);
 * per slice, the forward is one row conv + clamp + add (+ zeroing the conv's outputs between
   items) and the backward one mul + row conv-and-accumulate, on views made once per sweep.
 
-Where the time goes (``bench/scnn_message_passing.py``, 4x128x36x100, 2 threads, AMD EPYC
-with AVX-512, ~0.26-0.29 s against ~0.25 s for the floor's four full-map convolutions): the
-grouped Winograd convolutions of the slices ~40%, the four weight gradients ~30%, the
-per-slice transforms and elementwise ops ~25%, layout copies the rest. Before the Winograd
-path and the packed weights it was ~0.32 s: oneDNN reordered each slice's weight on every
-call (~0.04 ms of a 0.25 ms 164-row slice).
+Where the time goes (``bench/scnn_message_passing.py --isa avx2``, 2 threads, AMD EPYC with
+kernels limited to AVX2): at the quickstart's 4x128x16x40, ~65 ms against ~122 ms for the
+published loop and ~48 ms for the floor's four full-map convolutions: the per-slice
+convolutions ~50%, the four weight gradients ~25%, the per-slice transforms, elementwise ops
+and Python ~20%, building the packed weights and layout copies the rest. At VGG16-SCNN's
+4x128x36x100 ours is within ~1.15x of the floor. Before the Winograd path and the packed
+weights it was ~0.32 s there: oneDNN reordered each slice's weight on every call.
 
 With ``algorithm="triton"`` each sweep's whole recurrence is one Triton kernel forward and
 one backward (:mod:`~lanenb_trainer.models.sweep_triton`, for the GPU, where the per-slice
@@ -44,7 +49,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from .row_conv import RowConv, alloc_rows, check_algorithm, row_conv, weight_grad
+from .row_conv import RowConv, alloc_rows, check_algorithm, row_conv
+from .scratch import Scratch, scratch_or_new
 
 __all__ = ["MessagePassing", "message_pass", "slice_rows", "spatial_message_passing"]
 
@@ -64,7 +70,7 @@ def _gaps(buf: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
 
 def slice_rows(n: int, s: int, pad: int) -> int:
     """Rows of one slice in the layout: the ``n`` items, each followed by ``pad`` zero rows,
-    after ``pad`` leading zero rows (the allocation adds up to two zero rows: :func:`alloc_rows`)."""
+    after ``pad`` leading zero rows (the allocation adds up to four zero rows: :func:`alloc_rows`)."""
     return n * (s + pad) + pad
 
 
@@ -129,12 +135,14 @@ def _sweep_forward(
         torch.add(src_rows[i], relu_rows[i], out=dst_rows[i])
 
 
-def _sweep_backward(grad: torch.Tensor, mask: torch.Tensor, conv_t: RowConv, reverse: bool) -> torch.Tensor:
-    """Turn ``grad`` (dL/d out) into dL/d in, in place; returns ``relu' * G`` per slice.
+def _sweep_backward(grad: torch.Tensor, mask: torch.Tensor, conv_t: RowConv, reverse: bool,
+                    scratch: Scratch | None) -> torch.Tensor:
+    """Turn ``grad`` (dL/d out) into dL/d in, in place; returns ``relu' * G`` per slice (in
+    ``scratch``: valid until the next sweep's backward).
 
     ``conv_t`` convolves with the transposed, flipped kernel (conv^T as a correlation)."""
     length = grad.shape[0]
-    dconv = torch.empty_like(grad)  # every slice but the last one swept is written below
+    dconv = scratch_or_new(scratch, "relu' * G", tuple(grad.shape), grad)  # all but one slice written below
     dconv[length - 1 if reverse else 0].zero_()  # (zero rows: zero, since mask is 0 there)
     conv_in, grad_at = conv_t.inputs(dconv), conv_t.targets(grad)
     grad_rows, mask_rows, dconv_rows = grad.unbind(0), mask.unbind(0), dconv.unbind(0)
@@ -144,10 +152,12 @@ def _sweep_backward(grad: torch.Tensor, mask: torch.Tensor, conv_t: RowConv, rev
     return dconv
 
 
-def _weight_grad(out: torch.Tensor, dconv: torch.Tensor, reverse: bool, kernel: int) -> torch.Tensor:
-    """Slice ``i`` read ``out[prev]`` and produced ``dconv[i]``. Returns ``[k, C_in, C_out]``."""
+def _weight_grad(out: torch.Tensor, dconv: torch.Tensor, reverse: bool, conv: RowConv,
+                 scratch: Scratch | None) -> torch.Tensor:
+    """Slice ``i`` read ``out[prev]`` and produced ``dconv[i]``. Returns ``[k, C_in, C_out]``,
+    computed the way ``conv``'s algorithm computes (its geometry, not its taps)."""
     src, dst = (out[1:], dconv[:-1]) if reverse else (out[:-1], dconv[1:])
-    return weight_grad(src, dst, kernel)
+    return conv.weight_grad(src, dst, scratch)
 
 
 def _to_slices(x: torch.Tensor, vertical: bool) -> torch.Tensor:
@@ -216,14 +226,14 @@ def _triton_backward(ctx, grad_y: torch.Tensor) -> tuple[torch.Tensor | None, ..
         elif vertical != axis:
             grad = _swap_slices(grad)
         dconv = sweep_backward(grad, masks[idx], tap.contiguous(), reverse)
-        if ctx.needs_input_grad[3 + idx]:
+        if ctx.needs_input_grad[4 + idx]:
             grad_taps[idx] = triton_weight_grad(outs[idx], dconv, reverse, tap.shape[0]).to(
                 ctx.weight_dtypes[idx])
         axis = vertical
     if grad is None:  # forward refused an empty spec, so this is unreachable
         raise ValueError("message passing needs at least one sweep")
     grad_x = _from_slices(grad, axis) if ctx.needs_input_grad[0] else None
-    return (grad_x, None, None, *grad_taps)
+    return (grad_x, None, None, None, *grad_taps)
 
 
 class _MessagePassing(torch.autograd.Function):
@@ -236,8 +246,10 @@ class _MessagePassing(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], algorithm: str, *taps: torch.Tensor):
+    def forward(ctx, x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], algorithm: str,
+                scratch: Scratch | None, *taps: torch.Tensor):
         n, c, h, w = x.shape
+        ctx.scratch = scratch
         ctx.weight_dtypes = [t.dtype for t in taps]
         taps = tuple(t.to(x.dtype) for t in taps)
         if algorithm == "triton":
@@ -257,11 +269,11 @@ class _MessagePassing(torch.autograd.Function):
                 cur = dst = _change_layout(cur, n, axis, cur_s, cur_pad, vertical, s, pad)
             else:
                 dst = torch.empty_like(cur)
-            relu_out = torch.empty_like(cur)  # the sweep writes all but these rows:
+            relu_out = scratch_or_new(scratch, "relu", tuple(cur.shape), cur)  # written but these rows:
             relu_out[length - 1 if reverse else 0].zero_()
             relu_out[:, :pad].zero_()
             relu_out[:, slice_rows(n, s, pad):].zero_()  # the allocation's extra rows (alloc_rows)
-            conv = row_conv(tap, slice_rows(n, s, pad), algorithm)
+            conv = row_conv(tap, slice_rows(n, s, pad), algorithm, scratch)
             _sweep_forward(cur, dst, relu_out, conv, reverse, n, s, pad)
             # The relu' mask as uint8 0/1: a quarter of the bytes to keep, and the mask that
             # multiplies fastest (mul by uint8 9 us, float 11, bool 21 per 164x128 slice).
@@ -296,15 +308,16 @@ class _MessagePassing(torch.autograd.Function):
             elif vertical != axis or pad != cur_pad:
                 grad = _change_layout(grad, n, axis, cur_s, cur_pad, vertical, s, pad)
             # conv^T = correlation with the flipped, transposed kernel on the zero-framed rows.
-            conv_t = row_conv(tap.flip(0).transpose(1, 2), slice_rows(n, s, pad), ctx.algorithm)
-            dconv = _sweep_backward(grad, masks[idx], conv_t, reverse)
-            if ctx.needs_input_grad[3 + idx]:
-                grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, kernel).to(ctx.weight_dtypes[idx])
+            conv_t = row_conv(tap.flip(0).transpose(1, 2), slice_rows(n, s, pad), ctx.algorithm, ctx.scratch)
+            dconv = _sweep_backward(grad, masks[idx], conv_t, reverse, ctx.scratch)
+            if ctx.needs_input_grad[4 + idx]:
+                grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, conv_t, ctx.scratch).to(
+                    ctx.weight_dtypes[idx])
             axis, cur_s, cur_pad = vertical, s, pad
         if grad is None:  # forward refused an empty spec, so this is unreachable
             raise ValueError("message passing needs at least one sweep")
         grad_x = _from_layout(grad, axis, n, cur_s, cur_pad) if ctx.needs_input_grad[0] else None
-        return (grad_x, None, None, *grad_taps)
+        return (grad_x, None, None, None, *grad_taps)
 
 
 def _as_taps(weight: torch.Tensor, vertical: bool) -> torch.Tensor:
@@ -324,7 +337,7 @@ def _as_taps(weight: torch.Tensor, vertical: bool) -> torch.Tensor:
 
 
 def _run(x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], weights: list[torch.Tensor],
-         algorithm: str) -> torch.Tensor:
+         algorithm: str, scratch: Scratch | None = None) -> torch.Tensor:
     check_algorithm(algorithm)
     for wt in weights:
         _check_input(x, wt)
@@ -336,11 +349,11 @@ def _run(x: torch.Tensor, spec: tuple[tuple[bool, bool], ...], weights: list[tor
     # The sweeps run in the input's dtype (fp16/bf16 under AMP) with autocast off, so the
     # hand-written backward sees exactly the dtypes the forward used.
     with torch.autocast(device_type=x.device.type, enabled=False):
-        return _MessagePassing.apply(x, spec, algorithm, *taps)
+        return _MessagePassing.apply(x, spec, algorithm, scratch, *taps)
 
 
 def message_pass(x: torch.Tensor, weight: torch.Tensor, *, vertical: bool, reverse: bool,
-                 algorithm: str = "auto") -> torch.Tensor:
+                 algorithm: str = "auto", scratch: Scratch | None = None) -> torch.Tensor:
     """One SCNN sweep on an NCHW tensor (``vertical``: along H, i.e. down/up; else right/left).
 
     Equal to the published loop ``out[i] = x[i] + relu(conv(out[i -/+ 1]))`` with a bias-free
@@ -348,9 +361,11 @@ def message_pass(x: torch.Tensor, weight: torch.Tensor, *, vertical: bool, rever
     ``algorithm`` picks the per-slice convolution (``"auto"``, ``"direct"``, ``"winograd"``:
     :func:`~lanenb_trainer.models.row_conv.row_conv`), or ``"triton"``: each whole sweep as
     one Triton kernel (:mod:`~lanenb_trainer.models.sweep_triton`; a GPU, or the CPU under
-    ``TRITON_INTERPRET=1``; never chosen by ``"auto"``).
+    ``TRITON_INTERPRET=1``; never chosen by ``"auto"``). ``scratch``: buffers to reuse for the
+    temporaries (:class:`~lanenb_trainer.models.scratch.Scratch`; :class:`MessagePassing` keeps
+    one), else they are allocated anew.
     """
-    return _run(x, ((vertical, reverse),), [weight], algorithm)
+    return _run(x, ((vertical, reverse),), [weight], algorithm, scratch)
 
 
 def spatial_message_passing(
@@ -360,11 +375,12 @@ def spatial_message_passing(
     right: torch.Tensor,
     left: torch.Tensor,
     algorithm: str = "auto",
+    scratch: Scratch | None = None,
 ) -> torch.Tensor:
     """The four SCNN sweeps in order down, up, right, left (one autograd node in total);
-    ``algorithm`` as in :func:`message_pass`."""
+    ``algorithm`` and ``scratch`` as in :func:`message_pass`."""
     spec = ((True, False), (True, True), (False, False), (False, True))
-    return _run(x, spec, [down, up, right, left], algorithm)
+    return _run(x, spec, [down, up, right, left], algorithm, scratch)
 
 
 def _check_input(x: torch.Tensor, weight: torch.Tensor) -> None:
@@ -426,6 +442,7 @@ class MessagePassing(nn.Module):
         bound = math.sqrt(2.0 / (channels * kernel_size * 5))
         for conv in (self.down, self.up, self.right, self.left):
             nn.init.uniform_(conv.weight, -bound, bound)
+        self.scratch = Scratch()  # this module's reused temporaries (not state: never saved)
 
     plain = False  # True (set by lanenb export): plain ops that tracers and exporters can record
 
@@ -433,4 +450,4 @@ class MessagePassing(nn.Module):
         weights = (self.down.weight, self.up.weight, self.right.weight, self.left.weight)
         if self.plain or torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export():
             return plain_message_passing(x, *weights)
-        return spatial_message_passing(x, *weights)
+        return spatial_message_passing(x, *weights, scratch=self.scratch)

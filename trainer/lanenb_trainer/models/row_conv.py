@@ -22,9 +22,9 @@ paths; bf16 would lose too much to the transforms). On the CPU both run on weigh
 into oneDNN's layout once per sweep (:class:`_Conv`).
 
 Both work on a zero-framed slice buffer ``[L, R_alloc, C]`` (``L`` slices; rows ``0..R-1``
-hold the data and its zero frame, plus up to two zero rows so that the ``R - k + 1`` outputs
-fill whole tiles, see :func:`alloc_rows`): ``inputs(buf)`` and ``outputs(buf)`` make the
-per-slice views once per sweep, ``conv(inputs[i])`` returns ``R - k + 1`` rows shaped like
+hold the data and its zero frame, plus up to four zero rows so that the ``R - k + 1`` outputs
+fill whole tiles and the rows are a multiple of 3, see :func:`alloc_rows`): ``inputs(buf)``
+and ``outputs(buf)`` make the per-slice views once per sweep, ``conv(inputs[i])`` returns ``R - k + 1`` rows shaped like
 ``outputs(...)[j]``, and ``conv.add_to(inputs[i], targets(buf)[j])`` accumulates them (the
 backward's ``G[prev] += conv^T(...)``).
 """
@@ -36,6 +36,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 import torch.nn.grad  # conv2d_weight: a submodule torch.nn does not re-export to type checkers
+
+from .scratch import Scratch, scratch_or_new
 
 __all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "alloc_rows", "auto_algorithm",
            "check_algorithm", "row_conv", "weight_grad"]
@@ -68,9 +70,13 @@ _BT = ((2, -1, -2, 1, 0),
 
 def alloc_rows(rows: int, kernel: int) -> int:
     """Rows to allocate for a slice of ``rows`` rows: enough zero rows after it that its
-    ``rows - kernel + 1`` outputs fill whole tiles (at most two more rows)."""
+    ``rows - kernel + 1`` outputs fill whole tiles, rounded up to a multiple of 3 (at most four
+    more rows). Why the multiple of 3: slices laid end to end then keep one window grid, so
+    the windows (and tiles) of all slices are one strided view for the weight gradient's
+    batched transforms (:meth:`WinogradRowConv.weight_grad`)."""
     outputs = max(rows - kernel + 1, 0)
-    return rows + (-outputs) % _TILE
+    whole_tiles = rows + (-outputs) % _TILE
+    return whole_tiles + (-whole_tiles) % _TILE
 
 
 def _images(buf: torch.Tensor, start: int = 0, stop: int | None = None) -> tuple[torch.Tensor, ...]:
@@ -145,11 +151,18 @@ class DirectRowConv:
     def add_to(self, image: torch.Tensor, target: torch.Tensor) -> None:
         target.add_(self.conv(image))
 
+    def weight_grad(self, inputs: torch.Tensor, grads: torch.Tensor, scratch: Scratch | None = None) -> torch.Tensor:
+        """dL/d taps of a convolution of this one's geometry: :func:`weight_grad`."""
+        return weight_grad(inputs, grads, self.kernel)
+
 
 class WinogradRowConv:
     """Nested Winograd F(3, 3) (see the module docstring) for ``k = 3 * s`` taps."""
 
-    def __init__(self, taps: torch.Tensor, rows: int) -> None:
+    def __init__(self, taps: torch.Tensor, rows: int, scratch: Scratch | None = None) -> None:
+        """``taps``: ``[k, C_in, C_out]``; ``rows``: the slice's rows ``R``; ``scratch``: where
+        the filter transform's and the slices' buffers are reused from (else new); this
+        object then uses them until the next convolution built on the same scratch."""
         k, c_in, c_out = taps.shape
         if k % _TILE:
             raise ValueError(f"Winograd row convolution needs a multiple of 3 taps, got {k}")
@@ -158,25 +171,30 @@ class WinogradRowConv:
         self.tiles = -(-self.outputs_n // _TILE)
         self.windows = self.tiles + self.segments - 1
         dtype, dev = taps.dtype, taps.device
-        # Filter transform in float64 (once per call): U[j, xi] = sum_v G[xi, v] taps[3j + v],
-        # one matmul, then one strided copy-and-cast into the grouped conv's weight: group xi,
+        # Filter transform (once per call): U[j, xi] = sum_v G[xi, v] taps[3j + v], one matmul
+        # in the taps' dtype, then one strided copy into the grouped conv's weight: group xi,
         # out channel xi * C_out + o, in channel i, kernel (1, s), plain contiguous (what the
         # oneDNN reorder reads; an einsum into a channels-last weight cost more copies: building
         # one 128-channel convolution, which every sweep does forward and backward, measured
-        # 1.6 ms before and 0.9 ms after, alone, AVX2, one thread).
-        g = torch.tensor(_G, dtype=torch.float64, device=dev)
-        u = torch.matmul(g, taps.double().reshape(self.segments, _TILE, c_in * c_out))  # [s, 5, C_in C_out]
-        weight = taps.new_empty((_WINDOW, c_out, c_in, self.segments))
+        # 1.6 ms before and 0.9 ms after, alone, AVX2, one thread). In float64 for float32 taps
+        # it cost 0.1 ms more a build and changed no result beyond float32's own rounding.
+        g = torch.tensor(_G, dtype=dtype, device=dev)
+        flat = scratch_or_new(scratch, "winograd taps", (self.segments, _TILE, c_in * c_out), taps)
+        flat.view(k, c_in, c_out).copy_(taps)
+        u = scratch_or_new(scratch, "winograd U", (self.segments, _WINDOW, c_in * c_out), taps)
+        torch.matmul(g, flat, out=u)  # [s, 5, C_in C_out]
+        weight = scratch_or_new(scratch, "winograd weight", (_WINDOW, c_out, c_in, self.segments), taps)
         weight.copy_(u.view(self.segments, _WINDOW, c_in, c_out).permute(1, 3, 2, 0))
         weight = weight.view(_WINDOW * c_out, c_in, 1, self.segments)
+        self.g_t = g.t()  # the weight gradient's way back from U to the taps
         self.conv = _Conv(weight, (1, _WINDOW * c_in, 1, self.windows), groups=_WINDOW)
         self.c_out = c_out
         # Scratch reused by every slice of the sweep (stays in cache; no per-slice allocation).
         self.bt = torch.tensor(_BT, dtype=dtype, device=dev).expand(self.windows, _WINDOW, _WINDOW)
         self.at = torch.tensor(_AT, dtype=dtype, device=dev).expand(self.tiles, _TILE, _WINDOW)
-        self.d = taps.new_empty((self.windows, _WINDOW, c_in))  # the transformed windows
+        self.d = scratch_or_new(scratch, "winograd windows", (self.windows, _WINDOW, c_in), taps)
         self.d_image = self.d.view(1, 1, self.windows, _WINDOW * c_in).permute(0, 3, 1, 2)
-        self.y = taps.new_empty((self.tiles, _TILE, c_out))
+        self.y = scratch_or_new(scratch, "winograd outputs", (self.tiles, _TILE, c_out), taps)
         self.y_rows = self.y.view(self.tiles * _TILE, c_out)[:self.outputs_n]
 
     def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
@@ -214,35 +232,92 @@ class WinogradRowConv:
         """``target += conv(windows)``, the output transform and the sum in one call."""
         target.baddbmm_(self.at, self._products(windows))
 
+    def weight_grad(self, inputs: torch.Tensor, grads: torch.Tensor, scratch: Scratch | None = None) -> torch.Tensor:
+        """dL/d taps ``[k, C_in, C_out]`` of a Winograd convolution of this one's geometry
+        (kernel, rows; it does not read this object's taps, so the backward's conv^T serves)
+        over ``S`` slices at once, computed in the Winograd domain: 1.8x fewer multiply-adds
+        than :func:`weight_grad`.
+
+        Why it pays: the slices lie end to end with a multiple of 3 rows each
+        (:func:`alloc_rows`), so the windows of all slices are one strided view at a step of 3
+        rows, and so are the output tiles; each transform is one batched product over all
+        slices (no copy) and each of the ``5 s`` point products one GEMM, tile ``w`` against
+        window ``w + j`` for segment ``j``. Tiles past a slice's outputs, including those that
+        straddle two slices, read only the gradient's zero frame and add nothing. Issue 35,
+        AVX2, 2 threads, within the pass at 4x128x16x40 (best of 30): 4.2 ms for 39 slices of
+        84 rows against 5.6 ms for the direct GEMMs, 3.3 ms for 15 slices of 180 rows (an
+        earlier try, the library's ``(1, 3)`` weight gradient per point on re-transformed
+        windows, saved nothing on the whole pass).
+
+        Args:
+            inputs: ``[S, R_alloc, C_in]``, contiguous: the slices the convolution read.
+            grads: ``[S, R_alloc, C_out]``, contiguous: dL/d its outputs in rows ``k // 2``
+                onwards, zero in every other row (the zero frame, and the up to two rows past
+                the outputs that whole tiles reach).
+            scratch: where to keep the transformed windows, tiles and point products between
+                calls (else new).
+
+        Raises:
+            ValueError: slices not laid out by :func:`alloc_rows` for this geometry.
+        """
+        n_slices, r_alloc, c_in = inputs.shape
+        c_out, k, pad = grads.shape[2], self.kernel, self.kernel // 2
+        if n_slices == 0 or self.outputs_n == 0:
+            return inputs.new_zeros((k, c_in, c_out))
+        if r_alloc % _TILE or r_alloc < _TILE * self.windows + 2 or grads.shape[:2] != inputs.shape[:2]:
+            raise ValueError(f"slices {tuple(inputs.shape)} / {tuple(grads.shape)} are not laid out "
+                             f"for {self.windows} windows (alloc_rows)")
+        rows_all = n_slices * r_alloc
+        x, g = inputs.reshape(rows_all, c_in), grads.reshape(rows_all, c_out)
+        n_windows = rows_all // _TILE - 1  # the last would run past the end
+        windows = x.as_strided((n_windows, _WINDOW, c_in), (_TILE * c_in, c_in, 1), x.storage_offset())
+        d = scratch_or_new(scratch, "wgrad windows", (n_windows, _WINDOW, c_in), inputs)
+        torch.bmm(self.bt[:1].expand(n_windows, _WINDOW, _WINDOW), windows, out=d)  # B^T per window
+        n_tiles = (rows_all - pad) // _TILE
+        tiles = g[pad:pad + _TILE * n_tiles].view(n_tiles, _TILE, c_out)
+        m = scratch_or_new(scratch, "wgrad tiles", (n_tiles, _WINDOW, c_out), grads)
+        torch.bmm(self.at[:1].transpose(1, 2).expand(n_tiles, _WINDOW, _TILE), tiles, out=m)  # A per tile
+        n = min(n_tiles, n_windows - self.segments + 1)
+        du = scratch_or_new(scratch, "wgrad points", (self.segments, _WINDOW, c_in, c_out), inputs)
+        for j in range(self.segments):
+            for xi in range(_WINDOW):
+                torch.mm(d[j:j + n, xi].t(), m[:n, xi], out=du[j, xi])
+        # G^T back to the taps: taps[3j + v] gets sum_xi G[xi, v] dU[j, xi]
+        grad = torch.matmul(self.g_t, du.view(self.segments, _WINDOW, c_in * c_out))
+        return grad.view(k, c_in, c_out)
+
 
 RowConv = DirectRowConv | WinogradRowConv
 
 
 def weight_grad(inputs: torch.Tensor, grads: torch.Tensor, kernel: int) -> torch.Tensor:
-    """dL/d taps ``[k, C_in, C_out]`` of a row convolution over ``S`` slices at once, whichever
-    algorithm ran it (after the sequential pass: one call instead of one op per slice).
-    The slices are a batch of ``S`` channels-last ``[C, 1, R]`` images (their zero rows are the
-    padding) and the library's conv weight gradient takes them in one call (~25% faster than
-    ``k`` GEMMs; ~5% faster than the same memory as one ``[1, C, S, R]`` image). Measured and
-    not kept: the gradient in the Winograd domain (5 calls of a ``(1, 3)`` weight gradient,
-    1.8x fewer multiply-adds): keeping the transformed windows from the forward slowed the
-    sweep by more than it saved, and transforming them again here costs what the products
-    save (issue 35, AVX2: alone 8.0 -> 6.7 ms at 15 slices of 180 rows, yet the whole pass at
-    4x128x16x40 was 132 ms with the direct gradient and 136 ms with it, median of 25).
+    """dL/d taps ``[k, C_in, C_out]`` of a direct row convolution over ``S`` slices at once
+    (after the sequential pass: ``k`` matrix products instead of one op per slice).
+
+    Why products over the flattened slices: the ``S`` slices lie end to end in memory, so the
+    rows that tap ``t`` read for every output of every slice are one contiguous ``[S R, C]``
+    block shifted by ``t`` rows, and ``dL/d taps[t] = X[t:t+n]^T @ G[pad:pad+n]`` is one GEMM
+    on views, no copies. Windows that straddle two slices meet only zero rows of ``G`` (the
+    zero frame), so they add nothing. Issue 35, AVX2, 2 threads: 6.0 -> 5.4 ms at 39 slices of
+    84 rows and 5.3 -> 4.4 ms at 15 of 180, against the library's conv weight gradient (which
+    measured ~25% faster than ``k`` GEMMs on im2col copies).
 
     Args:
         inputs: ``[S, R_alloc, C_in]``, the slices the convolution read.
         grads: ``[S, R_alloc, C_out]``, dL/d its outputs in rows ``k // 2`` onwards (the
-            layout's output rows; zero in the zero frame).
+            layout's output rows), zero in every other row: the zero frame.
     """
-    c_in, c_out = inputs.shape[2], grads.shape[2]
-    pad, m = kernel // 2, inputs.shape[1] - kernel + 1
-    if inputs.shape[0] == 0 or m <= 0:  # nothing was convolved
+    n_slices, rows, c_in = inputs.shape
+    c_out, pad = grads.shape[2], kernel // 2
+    if n_slices == 0 or rows - kernel + 1 <= 0:  # nothing was convolved
         return inputs.new_zeros((kernel, c_in, c_out))
-    src = inputs.permute(0, 2, 1).unsqueeze(2)  # S channels-last [C, 1, R] images, one batch
-    dst = grads[:, pad:pad + m].permute(0, 2, 1).unsqueeze(2)
-    grad_w = torch.nn.grad.conv2d_weight(src, (c_out, c_in, 1, kernel), dst)
-    return grad_w[:, :, 0, :].permute(2, 1, 0)
+    x, g = inputs.reshape(n_slices * rows, c_in), grads.reshape(n_slices * rows, c_out)
+    n = n_slices * rows - kernel + 1
+    out = inputs.new_empty((kernel, c_in, c_out))
+    g_rows = g[pad:pad + n]
+    for t in range(kernel):
+        torch.mm(x[t:t + n].t(), g_rows, out=out[t])
+    return out
 
 
 def check_algorithm(algorithm: str) -> None:
@@ -261,12 +336,14 @@ def auto_algorithm(taps: torch.Tensor, rows: int) -> str:
     return "winograd" if fits else "direct"
 
 
-def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto") -> RowConv:
+def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto", scratch: Scratch | None = None) -> RowConv:
     """The row convolution for ``taps`` ``[k, C_in, C_out]`` over slices of ``rows`` rows.
 
     Args:
         algorithm: ``"direct"``, ``"winograd"`` (needs ``k % 3 == 0``) or ``"auto"``
             (:func:`auto_algorithm`).
+        scratch: buffers to build the convolution in (:class:`~.scratch.Scratch`), reused by
+            the next one built on it: one sweep's convolution at a time.
 
     Raises:
         ValueError: an unknown ``algorithm``, ``"winograd"`` with ``k % 3 != 0``, or
@@ -279,5 +356,5 @@ def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto") -> RowConv:
     if algorithm == "auto":
         algorithm = auto_algorithm(taps, rows)
     if algorithm == "winograd":
-        return WinogradRowConv(taps, rows)
+        return WinogradRowConv(taps, rows, scratch)
     return DirectRowConv(taps, rows)
