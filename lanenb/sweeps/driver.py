@@ -71,6 +71,18 @@ class _Running:
     job: Any
     cursor: str | None = None
     values: dict[int, float] = field(default_factory=dict)
+    due: float = 0.0  # time.monotonic() of the next poll
+
+
+def _poll_every(job: Any, poll_s: float) -> float:
+    """Seconds between two polls of one trial: the driver's own pace, or its backend's where
+    that is slower (AzureML's 2 s: each poll is two ARM / run-history reads and one per rank,
+    which ARM throttles per subscription when many trials run at once)."""
+    try:
+        backend_pace = float(getattr(job.backend, "poll_interval", 0.0) or 0.0)
+    except Exception:  # a backend that cannot be built now is polled at the driver's pace
+        backend_pace = 0.0
+    return max(poll_s, backend_pace)
 
 
 def _log(text: str) -> None:
@@ -208,6 +220,9 @@ def _start(study: Any, settings: SweepSettings, space: SearchSpace, name: str) -
 def drive(name: str, *, poll_s: float = POLL_S) -> str:
     """Run the sweep ``name`` to its end (all trials settled) or until it is asked to stop.
 
+    Each running trial is polled every ``poll_s`` seconds, or at its backend's
+    ``poll_interval`` where that is slower.
+
     Returns:
         ``finished`` or ``stopped``.
     """
@@ -235,7 +250,11 @@ def drive(name: str, *, poll_s: float = POLL_S) -> str:
             started = _start(study, settings, space, name)
             if started is not None:
                 running[started.trial.number] = started
-        for number in [n for n, run in running.items() if _follow(study, run, objective)]:
+        now = time.monotonic()
+        due = {n: run for n, run in running.items() if run.due <= now}
+        for run in due.values():
+            run.due = now + _poll_every(run.job, poll_s)
+        for number in [n for n, run in due.items() if _follow(study, run, objective)]:
             del running[number]
         if not running and (_started(study) >= settings.trials
                             or (settings.sampler == "grid" and _grid_done(study))):

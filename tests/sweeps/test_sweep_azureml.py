@@ -54,7 +54,13 @@ def played_trainer(argv: list[str]) -> Play:
 
 
 @pytest.fixture
-def workspace(monkeypatch: pytest.MonkeyPatch) -> Iterator[AzureMLEmulator]:
+def backend_poll() -> float:
+    """The backend's ``poll_interval`` (0: as fast as the driver polls)."""
+    return 0.0
+
+
+@pytest.fixture
+def workspace(monkeypatch: pytest.MonkeyPatch, backend_poll: float) -> Iterator[AzureMLEmulator]:
     """The ``azureml`` backend, as every ``submit``/``get_job`` of this test builds it, talking to
     the emulator through the SDK (its transport, a fixed token): the built-in descriptor with
     only its factory replaced, registered through the plug-in registry and restored afterwards."""
@@ -62,7 +68,7 @@ def workspace(monkeypatch: pytest.MonkeyPatch) -> Iterator[AzureMLEmulator]:
 
     def factory(**opts: Any) -> AzureMLBackend:
         return AzureMLBackend(**{"credential": FakeCredential(), "transport": transport(emulator),
-                                 "poll_interval": 0.0, **opts})
+                                 "poll_interval": backend_poll, **opts})
 
     monkeypatch.setattr(backends, "_DESCRIPTORS", dict(backends._DESCRIPTORS))
     monkeypatch.setattr(backends._BACKENDS, "entries", dict(backends._BACKENDS.entries))
@@ -140,3 +146,18 @@ def test_a_sweep_runs_its_trials_as_tagged_azureml_jobs_and_cancels_the_pruned_o
     again = s.retrain(processes=2, epochs=1)
     assert again.wait(timeout=20).state is JobState.SUCCEEDED
     assert _tags(workspace)["az-best"]["lanenb.io/retrain-of"] == "1" and workspace.jobs["az-best"].ranks == 2
+
+
+@pytest.mark.parametrize("backend_poll", [0.5])
+def test_the_driver_polls_a_trial_no_faster_than_its_backend_asks(workspace):
+    """AzureML's 2 s between reads (ARM throttles a subscription's reads): a driver polling its
+    loop every 0.05 s still reads each trial's job at the backend's pace, not 10x as often."""
+    spec = TrainSpec(dataset="azureml:tusimple:1", backend="azureml", processes=1, epochs=4,
+                     azureml=dict(compute="cpu-cluster", environment="lanenb-trainer:3", **WORKSPACE))
+    sweep(spec, {"lr": "1e-3..1e-1:log"}, name="paced", trials=1, parallel=1, pruner="none",
+          first=[{"lr": 0.02}], start=False)
+    assert _drive("paced") == "finished"
+    reads = workspace.sent("get_job", "paced-0")
+    runtime = 4 * EPOCH_S + 0.5  # the played run, and at most one pace to see its end
+    assert workspace.status_of("paced-0") == "Completed"
+    assert 1 <= len(reads) <= runtime / 0.5 + 3, f"{len(reads)} reads of the job in ~{runtime} s"
