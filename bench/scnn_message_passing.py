@@ -5,8 +5,9 @@ Goals (issue 3): baseline / ours >= 2.0 and ours / floor <= 1.5, outputs and gra
 float64; float32 accuracy of both against float64 is printed for information).
 
 The floor is the same multiply-adds as four full-map convolutions: two (1, k) and two (k, 1)
-``nn.Conv2d`` applied to the whole tensor, forward + backward. Timings are the minimum of
-``--repeats`` runs, interleaved (the machine is shared: compare the ratios of one run, not
+``nn.Conv2d`` applied to the whole tensor, forward + backward. What is timed is forward +
+backward alone (``Case.step``; the copies of every result for the comparisons are not), the
+minimum of ``--repeats`` runs, interleaved (the machine is shared: compare the ratios of one run, not
 absolute times; when other processes keep every core busy, the baseline's thousands of tiny
 multi-threaded ops degrade far more than the large GEMMs - ``--threads 1`` is then fairer).
 
@@ -101,6 +102,15 @@ class Case:
     def ours(self) -> list[torch.Tensor]:
         return self.run(self.mp)
 
+    def step(self, impl: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], None]:
+        """What is timed: forward + backward alone, as a training step runs them (``run``
+        also copies every result out for the comparisons, ~1 ms of copying that is neither)."""
+        def fwd_bwd() -> None:
+            self.x.grad = None
+            self.mp.zero_grad(set_to_none=True)
+            impl(self.x).backward(self.g)
+        return fwd_bwd
+
 
 # The shapes issue 35 names: the message passing's input in the quickstart and in VGG16-SCNN.
 SHAPES = {"quickstart (small, 128x320, batch 4)": [4, 128, 16, 40],
@@ -192,7 +202,9 @@ def measure(shape: list[int], args: argparse.Namespace) -> float:
         for conv in floor_convs:
             conv(c32.x).backward(c32.g)
 
-    t, ratio = best_times({"baseline": c32.baseline, "ours": c32.ours, "floor": floor}, args.repeats)
+    convs = c32.convs
+    t, ratio = best_times({"baseline": c32.step(lambda x: published_loop(x, convs)), "ours": c32.step(c32.mp),
+                           "floor": floor}, args.repeats)
     t_ref, t_ours, t_floor = t["baseline"], t["ours"], t["floor"]
 
     print(f"\nshape {n}x{c}x{h}x{w} float32, kernel {k}, threads {args.threads}, best of {args.repeats} (interleaved)")
