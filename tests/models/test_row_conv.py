@@ -15,6 +15,7 @@ from lanenb_trainer.models.row_conv import (
     alloc_rows,
     row_conv,
     weight_grad,
+    winograd_weight_grad_fits,
 )
 
 DIRECTIONS = [(True, False), (True, True), (False, False), (False, True)]
@@ -94,6 +95,29 @@ def test_both_weight_gradients_equal_the_written_out_sum(kernel: int, rows: int)
     torch.testing.assert_close(weight_grad(buf, grads, kernel), ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(DirectRowConv(taps, rows).weight_grad(buf, grads), ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(WinogradRowConv(taps, rows).weight_grad(buf, grads), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_a_direct_sweeps_weight_gradient_runs_in_the_winograd_domain_where_it_pays() -> None:
+    """84-row slices (the quickstart's horizontal sweeps) keep the direct per-slice
+    convolution, yet their weight gradient over all slices is the Winograd one, equal to the
+    written-out sum."""
+    rows, c = 84, 128
+    buf, grads = _slices(3, rows, c, 9, torch.float64), _slices(3, rows, c, 9, torch.float64)
+    taps = torch.zeros(9, c, c, dtype=torch.float64)
+    conv = row_conv(taps, rows)
+    assert type(conv) is DirectRowConv and winograd_weight_grad_fits(buf, 9, rows)
+    torch.testing.assert_close(conv.weight_grad(buf, grads), _reference_weight_grad(buf, grads, 9, rows),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("why,tensor,kernel,rows", [
+    ("few channels", torch.zeros(2, 87, 64), 9, 84),
+    ("few rows", torch.zeros(2, 51, 128), 9, 48),
+    ("not 3 * s taps", torch.zeros(2, 87, 128), 7, 84),
+    ("bf16", torch.zeros(2, 87, 128, dtype=torch.bfloat16), 9, 84),
+])
+def test_the_direct_weight_gradient_stays_where_winograd_does_not_fit(why, tensor, kernel, rows) -> None:
+    assert not winograd_weight_grad_fits(tensor, kernel, rows), why
 
 
 def test_winograd_weight_gradient_float32_stays_close() -> None:

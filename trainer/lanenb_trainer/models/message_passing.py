@@ -15,8 +15,9 @@ library convolutions on preallocated buffers:
   same row convolution (flipped, transposed kernel), accumulated in place on one gradient
   buffer;
 * the weight gradient of all slices is computed after the sequential pass, not one op per
-  slice: GEMMs over the slices read as one long row sequence (``k`` of them for the direct
-  convolution, ``5 k / 3`` in the Winograd domain, 1.8x fewer multiply-adds);
+  slice: GEMMs over the slices read as one long row sequence, in the Winograd domain
+  (``5 k / 3`` GEMMs, 1.8x fewer multiply-adds) wherever it fits on the CPU, also for
+  sweeps whose slices ran the direct convolution, else ``k`` direct ones;
 * the temporaries (relu outputs, ``relu' * G``, the weight gradient's transformed rows) are
   reused from call to call (:class:`~lanenb_trainer.models.scratch.Scratch`, one per module),
   not fresh memory that page-faults;
@@ -25,9 +26,9 @@ library convolutions on preallocated buffers:
   items) and the backward one mul + row conv-and-accumulate, on views made once per sweep.
 
 Where the time goes (``bench/scnn_message_passing.py --isa avx2``, 2 threads, AMD EPYC with
-kernels limited to AVX2): at the quickstart's 4x128x16x40, ~65 ms against ~122 ms for the
+kernels limited to AVX2): at the quickstart's 4x128x16x40, ~61 ms against ~122 ms for the
 published loop and ~48 ms for the floor's four full-map convolutions: the per-slice
-convolutions ~50%, the four weight gradients ~25%, the per-slice transforms, elementwise ops
+convolutions ~55%, the four weight gradients ~20%, the per-slice transforms, elementwise ops
 and Python ~20%, building the packed weights and layout copies the rest. At VGG16-SCNN's
 4x128x36x100 ours is within ~1.15x of the floor. Before the Winograd path and the packed
 weights it was ~0.32 s there: oneDNN reordered each slice's weight on every call.

@@ -39,8 +39,8 @@ import torch.nn.grad  # conv2d_weight: a submodule torch.nn does not re-export t
 
 from .scratch import Scratch, scratch_or_new
 
-__all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "alloc_rows", "auto_algorithm",
-           "check_algorithm", "row_conv", "weight_grad"]
+__all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "WinogradTiling", "alloc_rows",
+           "auto_algorithm", "check_algorithm", "row_conv", "weight_grad", "winograd_weight_grad_fits"]
 
 # "triton" is not a per-slice convolution: it runs each whole sweep as one Triton kernel
 # (message_passing with algorithm="triton", see sweep_triton); "auto" never picks it.
@@ -49,6 +49,7 @@ _TILE = 3  # outputs per tile (= taps per segment, so segments share input windo
 _WINDOW = 5  # F(3, 3): 3 + 3 - 1 input rows per tile, 5 transformed points
 _MIN_WINOGRAD_CHANNELS = 128  # fewer (64 measured): the transforms cost more than the products save
 _MIN_WINOGRAD_ROWS = 128  # fewer (108 measured): the same
+_MIN_WINOGRAD_WGRAD_ROWS = 64  # the weight gradient over all slices: faster from 84 rows (measured)
 
 # Toom-Cook F(3, 3) at the points 0, 1, -1, 2 and infinity (correlation form:
 # y = A^T [(G g) * (B^T d)] for 3 outputs y, 3 taps g, 5 inputs d). B^T's rows are scaled
@@ -152,11 +153,92 @@ class DirectRowConv:
         target.add_(self.conv(image))
 
     def weight_grad(self, inputs: torch.Tensor, grads: torch.Tensor, scratch: Scratch | None = None) -> torch.Tensor:
-        """dL/d taps of a convolution of this one's geometry: :func:`weight_grad`."""
+        """dL/d taps of a convolution of this one's geometry: in the Winograd domain where
+        :func:`winograd_weight_grad_fits` (:meth:`WinogradTiling.weight_grad`), else
+        :func:`weight_grad`. Why not simply as the convolution ran: the per-slice Winograd
+        convolution does not pay at the quickstart's 84-row slices, yet the weight gradient
+        over all slices at once does (issue 35, AVX2, 2 threads: the whole pass at 4x128x16x40
+        best of 40, 66 -> 62 ms)."""
+        if winograd_weight_grad_fits(inputs, self.kernel, self.rows):
+            return WinogradTiling(self.kernel, self.rows).weight_grad(inputs, grads, scratch)
         return weight_grad(inputs, grads, self.kernel)
 
 
-class WinogradRowConv:
+class WinogradTiling:
+    """The F(3, 3) tiling of ``rows``-row slices for ``k = 3 * s`` taps: outputs, tiles of 3,
+    5-row windows at a step of 3. Why a class of its own: the weight gradient needs only this
+    geometry, not a built convolution, so a sweep whose slices ran the direct convolution still
+    gets its weight gradient in the Winograd domain (:meth:`DirectRowConv.weight_grad`)."""
+
+    def __init__(self, kernel: int, rows: int) -> None:
+        if kernel % _TILE:
+            raise ValueError(f"Winograd row convolution needs a multiple of 3 taps, got {kernel}")
+        self.kernel, self.rows, self.segments = kernel, rows, kernel // _TILE
+        self.outputs_n = max(rows - kernel + 1, 0)
+        self.tiles = -(-self.outputs_n // _TILE)
+        self.windows = self.tiles + self.segments - 1
+
+    @staticmethod
+    def _matrix(values: tuple[tuple[float, ...], ...], like: torch.Tensor) -> torch.Tensor:
+        return torch.tensor(values, dtype=like.dtype, device=like.device)
+
+    def weight_grad(self, inputs: torch.Tensor, grads: torch.Tensor, scratch: Scratch | None = None) -> torch.Tensor:
+        """dL/d taps ``[k, C_in, C_out]`` of a row convolution of this geometry over ``S``
+        slices at once, whichever algorithm ran it (it reads no taps, so the backward's conv^T
+        serves), computed in the Winograd domain: 1.8x fewer multiply-adds than
+        :func:`weight_grad`.
+
+        Why it pays: the slices lie end to end with a multiple of 3 rows each
+        (:func:`alloc_rows`), so the windows of all slices are one strided view at a step of 3
+        rows, and so are the output tiles; each transform is one batched product over all
+        slices (no copy) and each of the ``5 s`` point products one GEMM, tile ``w`` against
+        window ``w + j`` for segment ``j``. Tiles past a slice's outputs, including those that
+        straddle two slices, read only the gradient's zero frame and add nothing. Issue 35,
+        AVX2, 2 threads, within the pass at 4x128x16x40 (best of 30): 4.2 ms for 39 slices of
+        84 rows against 5.6 ms for the direct GEMMs, 3.3 ms for 15 slices of 180 rows (an
+        earlier try, the library's ``(1, 3)`` weight gradient per point on re-transformed
+        windows, saved nothing on the whole pass).
+
+        Args:
+            inputs: ``[S, R_alloc, C_in]``, contiguous: the slices the convolution read.
+            grads: ``[S, R_alloc, C_out]``, contiguous: dL/d its outputs in rows ``k // 2``
+                onwards, zero in every other row (the zero frame, and the up to two rows past
+                the outputs that whole tiles reach).
+            scratch: where to keep the transformed windows, tiles and point products between
+                calls (else new).
+
+        Raises:
+            ValueError: slices not laid out by :func:`alloc_rows` for this geometry.
+        """
+        n_slices, r_alloc, c_in = inputs.shape
+        c_out, k, pad = grads.shape[2], self.kernel, self.kernel // 2
+        if n_slices == 0 or self.outputs_n == 0:
+            return inputs.new_zeros((k, c_in, c_out))
+        if r_alloc % _TILE or r_alloc < _TILE * self.windows + 2 or grads.shape[:2] != inputs.shape[:2]:
+            raise ValueError(f"slices {tuple(inputs.shape)} / {tuple(grads.shape)} are not laid out "
+                             f"for {self.windows} windows (alloc_rows)")
+        rows_all = n_slices * r_alloc
+        x, g = inputs.reshape(rows_all, c_in), grads.reshape(rows_all, c_out)
+        n_windows = rows_all // _TILE - 1  # the last would run past the end
+        windows = x.as_strided((n_windows, _WINDOW, c_in), (_TILE * c_in, c_in, 1), x.storage_offset())
+        d = scratch_or_new(scratch, "wgrad windows", (n_windows, _WINDOW, c_in), inputs)
+        torch.bmm(self._matrix(_BT, inputs).expand(n_windows, _WINDOW, _WINDOW), windows, out=d)  # B^T per window
+        n_tiles = (rows_all - pad) // _TILE
+        tiles = g[pad:pad + _TILE * n_tiles].view(n_tiles, _TILE, c_out)
+        m = scratch_or_new(scratch, "wgrad tiles", (n_tiles, _WINDOW, c_out), grads)
+        torch.bmm(self._matrix(_AT, grads).t().expand(n_tiles, _WINDOW, _TILE), tiles, out=m)  # A per tile
+        n = min(n_tiles, n_windows - self.segments + 1)
+        du = scratch_or_new(scratch, "wgrad points", (self.segments, _WINDOW, c_in, c_out), inputs)
+        for j in range(self.segments):
+            for xi in range(_WINDOW):
+                torch.mm(d[j:j + n, xi].t(), m[:n, xi], out=du[j, xi])
+        # G^T back to the taps: taps[3j + v] gets sum_xi G[xi, v] dU[j, xi]
+        grad = torch.matmul(self._matrix(_G, inputs).t(), du.view(self.segments, _WINDOW, c_in * c_out))
+        return grad.view(k, c_in, c_out)
+
+
+
+class WinogradRowConv(WinogradTiling):
     """Nested Winograd F(3, 3) (see the module docstring) for ``k = 3 * s`` taps."""
 
     def __init__(self, taps: torch.Tensor, rows: int, scratch: Scratch | None = None) -> None:
@@ -164,12 +246,7 @@ class WinogradRowConv:
         the filter transform's and the slices' buffers are reused from (else new); this
         object then uses them until the next convolution built on the same scratch."""
         k, c_in, c_out = taps.shape
-        if k % _TILE:
-            raise ValueError(f"Winograd row convolution needs a multiple of 3 taps, got {k}")
-        self.kernel, self.rows, self.segments = k, rows, k // _TILE
-        self.outputs_n = max(rows - k + 1, 0)
-        self.tiles = -(-self.outputs_n // _TILE)
-        self.windows = self.tiles + self.segments - 1
+        super().__init__(k, rows)
         dtype, dev = taps.dtype, taps.device
         # Filter transform (once per call): U[j, xi] = sum_v G[xi, v] taps[3j + v], one matmul
         # in the taps' dtype, then one strided copy into the grouped conv's weight: group xi,
@@ -186,7 +263,6 @@ class WinogradRowConv:
         weight = scratch_or_new(scratch, "winograd weight", (_WINDOW, c_out, c_in, self.segments), taps)
         weight.copy_(u.view(self.segments, _WINDOW, c_in, c_out).permute(1, 3, 2, 0))
         weight = weight.view(_WINDOW * c_out, c_in, 1, self.segments)
-        self.g_t = g.t()  # the weight gradient's way back from U to the taps
         self.conv = _Conv(weight, (1, _WINDOW * c_in, 1, self.windows), groups=_WINDOW)
         self.c_out = c_out
         # Scratch reused by every slice of the sweep (stays in cache; no per-slice allocation).
@@ -231,61 +307,6 @@ class WinogradRowConv:
     def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
         """``target += conv(windows)``, the output transform and the sum in one call."""
         target.baddbmm_(self.at, self._products(windows))
-
-    def weight_grad(self, inputs: torch.Tensor, grads: torch.Tensor, scratch: Scratch | None = None) -> torch.Tensor:
-        """dL/d taps ``[k, C_in, C_out]`` of a Winograd convolution of this one's geometry
-        (kernel, rows; it does not read this object's taps, so the backward's conv^T serves)
-        over ``S`` slices at once, computed in the Winograd domain: 1.8x fewer multiply-adds
-        than :func:`weight_grad`.
-
-        Why it pays: the slices lie end to end with a multiple of 3 rows each
-        (:func:`alloc_rows`), so the windows of all slices are one strided view at a step of 3
-        rows, and so are the output tiles; each transform is one batched product over all
-        slices (no copy) and each of the ``5 s`` point products one GEMM, tile ``w`` against
-        window ``w + j`` for segment ``j``. Tiles past a slice's outputs, including those that
-        straddle two slices, read only the gradient's zero frame and add nothing. Issue 35,
-        AVX2, 2 threads, within the pass at 4x128x16x40 (best of 30): 4.2 ms for 39 slices of
-        84 rows against 5.6 ms for the direct GEMMs, 3.3 ms for 15 slices of 180 rows (an
-        earlier try, the library's ``(1, 3)`` weight gradient per point on re-transformed
-        windows, saved nothing on the whole pass).
-
-        Args:
-            inputs: ``[S, R_alloc, C_in]``, contiguous: the slices the convolution read.
-            grads: ``[S, R_alloc, C_out]``, contiguous: dL/d its outputs in rows ``k // 2``
-                onwards, zero in every other row (the zero frame, and the up to two rows past
-                the outputs that whole tiles reach).
-            scratch: where to keep the transformed windows, tiles and point products between
-                calls (else new).
-
-        Raises:
-            ValueError: slices not laid out by :func:`alloc_rows` for this geometry.
-        """
-        n_slices, r_alloc, c_in = inputs.shape
-        c_out, k, pad = grads.shape[2], self.kernel, self.kernel // 2
-        if n_slices == 0 or self.outputs_n == 0:
-            return inputs.new_zeros((k, c_in, c_out))
-        if r_alloc % _TILE or r_alloc < _TILE * self.windows + 2 or grads.shape[:2] != inputs.shape[:2]:
-            raise ValueError(f"slices {tuple(inputs.shape)} / {tuple(grads.shape)} are not laid out "
-                             f"for {self.windows} windows (alloc_rows)")
-        rows_all = n_slices * r_alloc
-        x, g = inputs.reshape(rows_all, c_in), grads.reshape(rows_all, c_out)
-        n_windows = rows_all // _TILE - 1  # the last would run past the end
-        windows = x.as_strided((n_windows, _WINDOW, c_in), (_TILE * c_in, c_in, 1), x.storage_offset())
-        d = scratch_or_new(scratch, "wgrad windows", (n_windows, _WINDOW, c_in), inputs)
-        torch.bmm(self.bt[:1].expand(n_windows, _WINDOW, _WINDOW), windows, out=d)  # B^T per window
-        n_tiles = (rows_all - pad) // _TILE
-        tiles = g[pad:pad + _TILE * n_tiles].view(n_tiles, _TILE, c_out)
-        m = scratch_or_new(scratch, "wgrad tiles", (n_tiles, _WINDOW, c_out), grads)
-        torch.bmm(self.at[:1].transpose(1, 2).expand(n_tiles, _WINDOW, _TILE), tiles, out=m)  # A per tile
-        n = min(n_tiles, n_windows - self.segments + 1)
-        du = scratch_or_new(scratch, "wgrad points", (self.segments, _WINDOW, c_in, c_out), inputs)
-        for j in range(self.segments):
-            for xi in range(_WINDOW):
-                torch.mm(d[j:j + n, xi].t(), m[:n, xi], out=du[j, xi])
-        # G^T back to the taps: taps[3j + v] gets sum_xi G[xi, v] dU[j, xi]
-        grad = torch.matmul(self.g_t, du.view(self.segments, _WINDOW, c_in * c_out))
-        return grad.view(k, c_in, c_out)
-
 
 RowConv = DirectRowConv | WinogradRowConv
 
@@ -334,6 +355,15 @@ def auto_algorithm(taps: torch.Tensor, rows: int) -> str:
             and taps.shape[0] % _TILE == 0 and taps.shape[1] >= _MIN_WINOGRAD_CHANNELS
             and rows >= _MIN_WINOGRAD_ROWS)
     return "winograd" if fits else "direct"
+
+
+def winograd_weight_grad_fits(inputs: torch.Tensor, kernel: int, rows: int) -> bool:
+    """Whether :class:`DirectRowConv` computes its weight gradient in the Winograd domain: on
+    the CPU for float32/float64, ``k % 3 == 0``, at least 128 channels (as for the per-slice
+    choice) and :data:`_MIN_WINOGRAD_WGRAD_ROWS` rows, and slices laid out by :func:`alloc_rows`."""
+    return (inputs.device.type == "cpu" and inputs.dtype in (torch.float32, torch.float64)
+            and kernel % _TILE == 0 and inputs.shape[2] >= _MIN_WINOGRAD_CHANNELS
+            and rows >= _MIN_WINOGRAD_WGRAD_ROWS and inputs.shape[1] % _TILE == 0)
 
 
 def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto", scratch: Scratch | None = None) -> RowConv:
