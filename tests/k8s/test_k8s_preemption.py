@@ -67,6 +67,9 @@ def test_the_pods_sigterm_reaches_every_rank_through_mpirun_as_a_preemption(tmp_
         def stop(signum, _frame):
             time.sleep(1.5)  # a checkpoint being written: no SIGKILL comes meanwhile
             print(f"rank {r} checkpointed after {signal.Signals(signum).name}", flush=True)
+            # The first rank to exit 75 makes mpirun end the others: exit well after every
+            # rank has said it checkpointed, so a loaded machine's skew cannot hide one.
+            time.sleep(1.0)
             sys.exit(75)
         signal.signal(signal.SIGUSR1, stop)
         print(f"rank {r} up", flush=True)
