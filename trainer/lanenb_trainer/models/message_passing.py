@@ -30,7 +30,7 @@ kernels limited to AVX2): at the quickstart's 4x128x16x40, ~61 ms against ~122 m
 published loop and ~48 ms for the floor's four full-map convolutions: the per-slice
 convolutions ~55%, the four weight gradients ~20%, the per-slice transforms, elementwise ops
 and Python ~20%, building the packed weights and layout copies the rest. At VGG16-SCNN's
-4x128x36x100 ours is within ~1.15x of the floor. Before the Winograd path and the packed
+4x128x36x100 ours takes about the floor's time (0.96-1.0x). Before the Winograd path and the packed
 weights it was ~0.32 s there: oneDNN reordered each slice's weight on every call.
 
 With ``algorithm="triton"`` each sweep's whole recurrence is one Triton kernel forward and

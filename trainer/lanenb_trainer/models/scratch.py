@@ -3,10 +3,11 @@ buffers, the weight gradient's transformed windows and tiles).
 
 Why: on the CPU every fresh multi-megabyte tensor is new memory from the system, and touching
 it page-faults once per 4 KiB page. At the quickstart's shape a training step's message passing
-allocated ~36 MB of such temporaries; reusing them made its forward + backward ~8% faster
-(issue 35, AVX2, 2 threads; the same as raising glibc's mmap threshold for the process, which a
-library must not do behind its user's back). PyTorch's CUDA allocator already caches, so on
-other devices :meth:`Scratch.get` simply allocates.
+allocated tens of MB of such temporaries; reusing them made its forward + backward ~5% faster
+(issue 35, AVX2, 2 threads, interleaved A/B; raising glibc's mmap threshold for the whole
+process does somewhat more, but a library must not change that behind its user's back).
+PyTorch's CUDA allocator already caches, so on other devices :meth:`Scratch.get` simply
+allocates.
 
 A :class:`Scratch` belongs to one :class:`~lanenb_trainer.models.message_passing.MessagePassing`
 module (not to the process), holds a buffer per name and shape (the few shapes used last: a
