@@ -7,9 +7,10 @@ float64; float32 accuracy of both against float64 is printed for information).
 The floor is the same multiply-adds as four full-map convolutions: two (1, k) and two (k, 1)
 ``nn.Conv2d`` applied to the whole tensor, forward + backward. What is timed is forward +
 backward alone (``Case.step``; the copies of every result for the comparisons are not), the
-minimum of ``--repeats`` runs, interleaved (the machine is shared: compare the ratios of one run, not
-absolute times; when other processes keep every core busy, the baseline's thousands of tiny
-multi-threaded ops degrade far more than the large GEMMs - ``--threads 1`` is then fairer).
+minimum of ``--repeats`` runs, interleaved (the machine is shared: compare the ratios of one
+run, not absolute times; when other processes keep every core busy, the baseline's thousands
+of tiny multi-threaded ops degrade far more than the large GEMMs - ``--threads 1`` is then
+fairer).
 
 Issue 35: baseline / ours >= 2.0 at both the quickstart's shape (small backbone, 128x320,
 batch 4: 4x128x16x40) and VGG16-SCNN's (288x800, batch 4: 4x128x36x100), run by default, on
@@ -45,7 +46,7 @@ def published_loop(x: torch.Tensor, convs: nn.ModuleList) -> torch.Tensor:
     return plain_message_passing(x, *(conv.weight for conv in convs))
 
 
-def best_times(fns: dict[str, Callable[[], None]], repeats: int) -> tuple[dict[str, float], float]:
+def best_times(fns: dict[str, Callable[[], object]], repeats: int) -> tuple[dict[str, float], float]:
     """Best-of-``repeats`` wall time per function, interleaved so load spikes hit all alike,
     and the median over the repeats of ``baseline / ours`` (the two ran back to back, so a
     load change between repeats cancels: steadier on a shared machine than best/best)."""
@@ -89,11 +90,15 @@ class Case:
     def convs(self) -> nn.ModuleList:
         return nn.ModuleList([self.mp.down, self.mp.up, self.mp.right, self.mp.left])
 
-    def run(self, impl: Callable[[torch.Tensor], torch.Tensor]) -> list[torch.Tensor]:
+    def _fwd_bwd(self, impl: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         self.x.grad = None
         self.mp.zero_grad(set_to_none=True)
         out = impl(self.x)
         out.backward(self.g)
+        return out
+
+    def run(self, impl: Callable[[torch.Tensor], torch.Tensor]) -> list[torch.Tensor]:
+        out = self._fwd_bwd(impl)
         return [out.detach(), self.x.grad.clone()] + [cv.weight.grad.clone() for cv in self.convs]
 
     def baseline(self) -> list[torch.Tensor]:
@@ -102,14 +107,10 @@ class Case:
     def ours(self) -> list[torch.Tensor]:
         return self.run(self.mp)
 
-    def step(self, impl: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], None]:
+    def step(self, impl: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], object]:
         """What is timed: forward + backward alone, as a training step runs them (``run``
         also copies every result out for the comparisons, ~1 ms of copying that is neither)."""
-        def fwd_bwd() -> None:
-            self.x.grad = None
-            self.mp.zero_grad(set_to_none=True)
-            impl(self.x).backward(self.g)
-        return fwd_bwd
+        return lambda: self._fwd_bwd(impl)
 
 
 # The shapes issue 35 names: the message passing's input in the quickstart and in VGG16-SCNN.

@@ -24,9 +24,10 @@ into oneDNN's layout once per sweep (:class:`_Conv`).
 Both work on a zero-framed slice buffer ``[L, R_alloc, C]`` (``L`` slices; rows ``0..R-1``
 hold the data and its zero frame, plus up to four zero rows so that the ``R - k + 1`` outputs
 fill whole tiles and the rows are a multiple of 3, see :func:`alloc_rows`): ``inputs(buf)``
-and ``outputs(buf)`` make the per-slice views once per sweep, ``conv(inputs[i])`` returns ``R - k + 1`` rows shaped like
-``outputs(...)[j]``, and ``conv.add_to(inputs[i], targets(buf)[j])`` accumulates them (the
-backward's ``G[prev] += conv^T(...)``).
+and ``outputs(buf)`` make the per-slice views once per sweep, ``conv(inputs[i])`` returns
+``R - k + 1`` rows shaped like ``outputs(...)[j]``, and
+``conv.add_to(inputs[i], targets(buf)[j])`` accumulates them (the backward's
+``G[prev] += conv^T(...)``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
-import torch.nn.grad  # conv2d_weight: a submodule torch.nn does not re-export to type checkers
 
 from .scratch import Scratch, scratch_or_new
 
@@ -74,7 +74,7 @@ def alloc_rows(rows: int, kernel: int) -> int:
     ``rows - kernel + 1`` outputs fill whole tiles, rounded up to a multiple of 3 (at most four
     more rows). Why the multiple of 3: slices laid end to end then keep one window grid, so
     the windows (and tiles) of all slices are one strided view for the weight gradient's
-    batched transforms (:meth:`WinogradRowConv.weight_grad`)."""
+    batched transforms (:meth:`WinogradTiling.weight_grad`)."""
     outputs = max(rows - kernel + 1, 0)
     whole_tiles = rows + (-outputs) % _TILE
     return whole_tiles + (-whole_tiles) % _TILE
@@ -180,6 +180,7 @@ class WinogradTiling:
 
     @staticmethod
     def _matrix(values: tuple[tuple[float, ...], ...], like: torch.Tensor) -> torch.Tensor:
+        """One of the transforms' constant matrices in ``like``'s dtype and device."""
         return torch.tensor(values, dtype=like.dtype, device=like.device)
 
     def weight_grad(self, inputs: torch.Tensor, grads: torch.Tensor, scratch: Scratch | None = None) -> torch.Tensor:
@@ -237,7 +238,6 @@ class WinogradTiling:
         return grad.view(k, c_in, c_out)
 
 
-
 class WinogradRowConv(WinogradTiling):
     """Nested Winograd F(3, 3) (see the module docstring) for ``k = 3 * s`` taps."""
 
@@ -247,7 +247,6 @@ class WinogradRowConv(WinogradTiling):
         object then uses them until the next convolution built on the same scratch."""
         k, c_in, c_out = taps.shape
         super().__init__(k, rows)
-        dtype, dev = taps.dtype, taps.device
         # Filter transform (once per call): U[j, xi] = sum_v G[xi, v] taps[3j + v], one matmul
         # in the taps' dtype, then one strided copy into the grouped conv's weight: group xi,
         # out channel xi * C_out + o, in channel i, kernel (1, s), plain contiguous (what the
@@ -255,7 +254,7 @@ class WinogradRowConv(WinogradTiling):
         # one 128-channel convolution, which every sweep does forward and backward, measured
         # 1.6 ms before and 0.9 ms after, alone, AVX2, one thread). In float64 for float32 taps
         # it cost 0.1 ms more a build and changed no result beyond float32's own rounding.
-        g = torch.tensor(_G, dtype=dtype, device=dev)
+        g = self._matrix(_G, taps)
         flat = scratch_or_new(scratch, "winograd taps", (self.segments, _TILE, c_in * c_out), taps)
         flat.view(k, c_in, c_out).copy_(taps)
         u = scratch_or_new(scratch, "winograd U", (self.segments, _WINDOW, c_in * c_out), taps)
@@ -266,8 +265,8 @@ class WinogradRowConv(WinogradTiling):
         self.conv = _Conv(weight, (1, _WINDOW * c_in, 1, self.windows), groups=_WINDOW)
         self.c_out = c_out
         # Scratch reused by every slice of the sweep (stays in cache; no per-slice allocation).
-        self.bt = torch.tensor(_BT, dtype=dtype, device=dev).expand(self.windows, _WINDOW, _WINDOW)
-        self.at = torch.tensor(_AT, dtype=dtype, device=dev).expand(self.tiles, _TILE, _WINDOW)
+        self.bt = self._matrix(_BT, taps).expand(self.windows, _WINDOW, _WINDOW)
+        self.at = self._matrix(_AT, taps).expand(self.tiles, _TILE, _WINDOW)
         self.d = scratch_or_new(scratch, "winograd windows", (self.windows, _WINDOW, c_in), taps)
         self.d_image = self.d.view(1, 1, self.windows, _WINDOW * c_in).permute(0, 3, 1, 2)
         self.y = scratch_or_new(scratch, "winograd outputs", (self.tiles, _TILE, c_out), taps)
@@ -307,6 +306,7 @@ class WinogradRowConv(WinogradTiling):
     def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
         """``target += conv(windows)``, the output transform and the sum in one call."""
         target.baddbmm_(self.at, self._products(windows))
+
 
 RowConv = DirectRowConv | WinogradRowConv
 
