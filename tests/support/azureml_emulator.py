@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import io
 import json
 import re
 import shlex
@@ -42,7 +41,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from azureml_replay import WORKSPACE, FakeCredential
+from azureml_replay import WORKSPACE, FakeCredential, http_response, wants_token
 from requests.adapters import BaseAdapter
 
 __all__ = ["AzureMLEmulator", "Play", "ROUTES", "Request"]
@@ -177,7 +176,7 @@ class AzureMLEmulator(BaseAdapter):
                 return self._problem(request, 404, "NotFound", f"emulator: no route for {method} {parts.netloc}"
                                                                f"{parts.path}")
             signed = request.headers.get("Authorization") == f"Bearer {FakeCredential.token}"
-            if signed != (parts.netloc != BLOB_HOST and "/subscriptions/" in parts.path):
+            if signed != wants_token(url):
                 return self._problem(request, 401, "InvalidAuthenticationToken",
                                      f"{route.name}: {'sent' if signed else 'no'} bearer token from the credential")
             if route.api_version is not None and query.get("api-version") != route.api_version:
@@ -400,15 +399,4 @@ class AzureMLEmulator(BaseAdapter):
     @staticmethod
     def _respond(request: requests.PreparedRequest, status: int, payload: bytes, content_type: str,
                  headers: dict[str, str] | None = None) -> requests.Response:
-        response = requests.Response()
-        response.status_code = status
-        response.reason = {200: "OK", 201: "Created", 202: "Accepted", 206: "Partial Content", 400: "Bad Request",
-                           401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-                           416: "Range Not Satisfiable"}.get(status, "Emulated")
-        response.headers["Content-Type"] = content_type
-        response.headers.update(headers or {})
-        response.headers["Content-Length"] = str(len(payload))
-        response.raw = io.BytesIO(payload)
-        response.url = str(request.url)
-        response.request = request
-        return response
+        return http_response(request, status, payload, content_type, headers, unknown_reason="Emulated")

@@ -111,10 +111,8 @@ class ReplayAdapter(BaseAdapter):
             if got != want["json"]:
                 return self._fail(f"{method} {url}: body differs from the recording:\n  got  {json.dumps(got)}"
                                   f"\n  want {json.dumps(want['json'])}")
-        # ARM and run history calls carry the credential's token; the discovery document and
-        # the SAS-signed log files must never receive it
         signed = request.headers.get("Authorization") == f"Bearer {FakeCredential.token}"
-        if signed != ("/subscriptions/" in urlsplit(url).path):
+        if signed != wants_token(url):
             return self._fail(f"{method} {url}: {'sent' if signed else 'no'} bearer token from the credential")
         return self._response(request, expected["response"])
 
@@ -124,23 +122,12 @@ class ReplayAdapter(BaseAdapter):
 
     @staticmethod
     def _response(request: requests.PreparedRequest, spec: dict[str, Any]) -> requests.Response:
-        response = requests.Response()
-        response.status_code = spec.get("status", 200)
-        response.reason = {200: "OK", 201: "Created", 202: "Accepted", 206: "Partial Content", 404: "Not Found",
-                           416: "Range Not Satisfiable"}.get(
-            response.status_code, "Recorded")
         if "json" in spec:
-            payload = json.dumps(spec["json"]).encode()
-            response.headers["Content-Type"] = "application/json; charset=utf-8"
+            payload, content_type = json.dumps(spec["json"]).encode(), "application/json; charset=utf-8"
         else:
-            payload = spec.get("text", "").encode()
-            response.headers["Content-Type"] = "text/plain; charset=utf-8"
-        response.headers.update(spec.get("headers") or {})
-        response.headers["Content-Length"] = str(len(payload))
-        response.raw = io.BytesIO(payload)
-        response.url = str(request.url)
-        response.request = request
-        return response
+            payload, content_type = spec.get("text", "").encode(), "text/plain; charset=utf-8"
+        return http_response(request, spec.get("status", 200), payload, content_type, spec.get("headers"),
+                             unknown_reason="Recorded")
 
     def close(self) -> None:
         return None
@@ -153,8 +140,35 @@ class ReplayAdapter(BaseAdapter):
                                   f"{first.get('method')} {first.get('url')}")
 
 
-def transport(adapter: ReplayAdapter) -> Any:
-    """azure-core's own ``RequestsTransport`` over a session that replays ``adapter``."""
+def wants_token(url: str) -> bool:
+    """ARM and run-history calls carry the credential's token; the discovery document and the
+    SAS-signed log files must never receive it."""
+    return "/subscriptions/" in urlsplit(url).path
+
+
+_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 206: "Partial Content", 400: "Bad Request",
+            401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 416: "Range Not Satisfiable"}
+
+
+def http_response(request: requests.PreparedRequest, status: int, payload: bytes, content_type: str,
+                  headers: dict[str, str] | None = None, *, unknown_reason: str) -> requests.Response:
+    """The ``requests.Response`` a test transport answers ``request`` with (the replay's and the
+    emulator's alike): ``payload`` as the body, its length and type in the headers."""
+    response = requests.Response()
+    response.status_code = status
+    response.reason = _REASONS.get(status, unknown_reason)
+    response.headers["Content-Type"] = content_type
+    response.headers.update(headers or {})
+    response.headers["Content-Length"] = str(len(payload))
+    response.raw = io.BytesIO(payload)
+    response.url = str(request.url)
+    response.request = request
+    return response
+
+
+def transport(adapter: BaseAdapter) -> Any:
+    """azure-core's own ``RequestsTransport`` over a session that ``adapter`` answers (a
+    ``ReplayAdapter`` or the emulator)."""
     from azure.core.pipeline.transport import RequestsTransport
 
     session = requests.Session()
