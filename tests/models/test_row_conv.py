@@ -215,3 +215,10 @@ def test_module_algorithms_agree_in_float32(shape) -> None:
         # its chain: ~1e-3 of the norm (the published loop against float64 does the same), far
         # below what a wrong gradient gives (~1).
         assert float((a - b).norm() / b.norm()) < 1e-2
+
+
+def test_winograd_weight_gradient_refuses_slices_not_laid_out_for_it() -> None:
+    rows = 84  # alloc_rows gives 87; 86 rows keep the windows but break the slices' 3-row grid
+    buf = torch.zeros(2, 86, 4)
+    with pytest.raises(ValueError, match=r"slices \(2, 86, 4\) / \(2, 86, 4\) are not laid out for 28 windows"):
+        WinogradRowConv(torch.zeros(9, 4, 4), rows).weight_grad(buf, buf)
