@@ -11,6 +11,7 @@ from lanenb_trainer.models.message_passing import message_pass, spatial_message_
 from lanenb_trainer.models.row_conv import (
     DirectRowConv,
     WinogradRowConv,
+    WinogradTiling,
     _Conv,
     alloc_rows,
     row_conv,
@@ -95,6 +96,20 @@ def test_both_weight_gradients_equal_the_written_out_sum(kernel: int, rows: int)
     torch.testing.assert_close(weight_grad(buf, grads, kernel), ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(DirectRowConv(taps, rows).weight_grad(buf, grads), ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(WinogradRowConv(taps, rows).weight_grad(buf, grads), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rows", [13, 23, 84])
+@pytest.mark.parametrize("length", range(1, 11))
+def test_nested_weight_gradient_covers_every_output_whatever_the_groups_leave_over(length: int, rows: int) -> None:
+    """9 taps: groups of 9 outputs over all slices end to end; however many slices, the
+    outputs past the last whole group (0 to 16 of them) still count, and no group reads past
+    the buffer."""
+    buf = _slices(length, rows, 5, 9, torch.float64)
+    buf[:, rows:] = 7.0
+    grads = _slices(length, rows, 4, 9, torch.float64)
+    ref = _reference_weight_grad(buf, grads, 9, rows)
+    got = WinogradTiling(9, rows).weight_grad(buf, grads)
+    torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
 
 
 def test_a_direct_sweeps_weight_gradient_runs_in_the_winograd_domain_where_it_pays() -> None:

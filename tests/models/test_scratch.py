@@ -27,7 +27,7 @@ def test_module_reuses_its_buffers_and_matches_the_functional_api() -> None:
     x, g = torch.randn(2, 6, 7, 30, dtype=torch.float64), torch.randn(2, 6, 7, 30, dtype=torch.float64)
     first = _step(mp, x, g)
     names = {name for name, _, _ in mp.scratch._buffers}
-    assert {"relu", "relu' * G"} <= names  # the forward's and the backward's temporaries
+    assert "relu' * G" in names  # the backward's temporary (the forward keeps the conv's own outputs)
     pointers = {name: buf.data_ptr() for name, buf in mp.scratch._buffers.items()}
     second = _step(mp, x, g)
     assert {name: buf.data_ptr() for name, buf in mp.scratch._buffers.items()} == pointers
@@ -57,7 +57,7 @@ def test_a_name_keeps_a_few_shapes_the_least_recently_used_goes() -> None:
 
 def test_copies_and_pickles_carry_no_buffers() -> None:
     mp = MessagePassing(4, 3)
-    mp(torch.randn(1, 4, 5, 6))
+    mp(torch.randn(1, 4, 5, 6)).sum().backward()  # the backward's buffers
     assert mp.scratch._buffers
     assert not copy.deepcopy(mp).scratch._buffers
     assert not pickle.loads(pickle.dumps(mp)).scratch._buffers

@@ -16,14 +16,16 @@ library convolutions on preallocated buffers:
   buffer;
 * the weight gradient of all slices is computed after the sequential pass, not one op per
   slice: GEMMs over the slices read as one long row sequence, in the Winograd domain
-  (``5 k / 3`` GEMMs, 1.8x fewer multiply-adds) wherever it fits on the CPU, also for
-  sweeps whose slices ran the direct convolution, else ``k`` direct ones;
-* the temporaries (relu outputs, ``relu' * G``, the weight gradient's transformed rows) are
-  reused from call to call (:class:`~lanenb_trainer.models.scratch.Scratch`, one per module),
-  not fresh memory that page-faults;
-* the relu' mask is kept as uint8 (a quarter of float32's bytes);
-* per slice, the forward is one row conv + clamp + add (+ zeroing the conv's outputs between
-  items) and the backward one mul + row conv-and-accumulate, on views made once per sweep.
+  (``5 k / 3`` GEMMs, 1.8x fewer multiply-adds; for SCNN's 9 taps nested once more, 25 GEMMs
+  over a third of the rows, 3.2x fewer) wherever it fits on the CPU, also for sweeps whose
+  slices ran the direct convolution, else ``k`` direct ones;
+* the temporaries (``relu' * G``, the weight gradient's transformed rows, the Winograd
+  buffers) are reused from call to call (:class:`~lanenb_trainer.models.scratch.Scratch`, one
+  per module), not fresh memory that page-faults;
+* per slice, the forward is one row conv with the relu fused into it (direct slices) + one
+  add into the items' rows only (the conv's outputs between items never reach the layout);
+  the relu outputs are kept for the backward, whose slice is one ``threshold_backward`` (relu'
+  * G on the items' rows) + one row conv-and-accumulate, on views made once per sweep.
 
 Where the time goes (``bench/scnn_message_passing.py --isa avx2``, 2 threads, AMD EPYC with
 kernels limited to AVX2): at the quickstart's 4x128x16x40, ~61 ms against ~122 ms for the
@@ -75,13 +77,26 @@ def slice_rows(n: int, s: int, pad: int) -> int:
     return n * (s + pad) + pad
 
 
+def _item_rows(rows: torch.Tensor, n: int, s: int, pad: int) -> torch.Tensor:
+    """A slice's conv outputs ``[>= R - k + 1, C]`` (output ``j`` is layout row ``pad + j``) ->
+    view ``[N, S, C]`` of the items' rows: what :func:`_interior` is for one layout slice."""
+    row, col = rows.stride()
+    return rows.as_strided((n, s, rows.shape[1]), ((s + pad) * row, row, col), rows.storage_offset())
+
+
+def _zero_frame(buf: torch.Tensor, n: int, s: int, pad: int) -> None:
+    """Zero every row of a layout buffer but the items' rows: the leading rows, the gaps after
+    each item and the rows past the last one (up to the allocation's end)."""
+    buf[:, :pad].zero_()
+    _gaps(buf, n, s, pad).zero_()
+    buf[:, slice_rows(n, s, pad):].zero_()
+
+
 def _new_layout(like: torch.Tensor, length: int, n: int, s: int, c: int, pad: int) -> torch.Tensor:
     """A layout buffer whose zero frame is zeroed; the caller fills the items' rows (zeroing
     only the frame: ~2 ms less per buffer at 4x128x36x100 than zeroing it all)."""
     buf = like.new_empty((length, alloc_rows(slice_rows(n, s, pad), 2 * pad + 1), c))
-    buf[:, :pad].zero_()
-    _gaps(buf, n, s, pad).zero_()
-    buf[:, slice_rows(n, s, pad):].zero_()
+    _zero_frame(buf, n, s, pad)
     return buf
 
 
@@ -119,36 +134,49 @@ def _from_layout(buf: torch.Tensor, vertical: bool, n: int, s: int, pad: int) ->
 
 
 def _sweep_forward(
-    src: torch.Tensor, dst: torch.Tensor, relu_out: torch.Tensor, conv: RowConv,
-    reverse: bool, n: int, s: int, pad: int,
-) -> None:
-    """``dst[i] = src[i] + relu(conv(dst[prev]))`` (``dst`` may be ``src``); fills ``relu_out``."""
+    src: torch.Tensor, dst: torch.Tensor, conv: RowConv, reverse: bool, n: int, s: int, pad: int,
+) -> list[torch.Tensor | None]:
+    """``dst[i] = src[i] + relu(conv(dst[prev]))`` on the items' rows (``dst`` may be ``src``;
+    its zero frame must be zero: the conv's outputs between items are never written there).
+
+    Returns each slice's ``relu(conv(...))`` items' rows ``[N, S, C]`` (None for the first
+    slice, which has no conv): what the backward's relu' reads. Why keep the relu outputs and
+    not a mask: the relu runs inside the conv's library call and the per-slice forward is two
+    calls (conv, add), not four (conv, clamp into a buffer, zero its gaps, add)."""
     length = src.shape[0]
     first = length - 1 if reverse else 0
     if dst is not src:
         dst[first].copy_(src[first])
-    conv_in, relu_at = conv.inputs(dst), conv.outputs(relu_out)
-    gaps = _gaps(relu_out, n, s, pad).unbind(0)
-    src_rows, dst_rows, relu_rows = src.unbind(0), dst.unbind(0), relu_out.unbind(0)
+    conv_in = conv.inputs(dst)
+    src_items, dst_items = _interior(src, n, s, pad).unbind(0), _interior(dst, n, s, pad).unbind(0)
+    relus: list[torch.Tensor | None] = [None] * length
     for i in range(length - 2, -1, -1) if reverse else range(1, length):
-        torch.clamp(conv(conv_in[i + 1 if reverse else i - 1]), min=0, out=relu_at[i])
-        gaps[i].zero_()  # the conv's outputs between items: back to the zero frame
-        torch.add(src_rows[i], relu_rows[i], out=dst_rows[i])
+        relu = _item_rows(conv.relu(conv_in[i + 1 if reverse else i - 1]), n, s, pad)
+        torch.add(src_items[i], relu, out=dst_items[i])
+        relus[i] = relu
+    return relus
 
 
-def _sweep_backward(grad: torch.Tensor, mask: torch.Tensor, conv_t: RowConv, reverse: bool,
-                    scratch: Scratch | None) -> torch.Tensor:
-    """Turn ``grad`` (dL/d out) into dL/d in, in place; returns ``relu' * G`` per slice (in
-    ``scratch``: valid until the next sweep's backward).
+# relu' * G in one call, written into a view: G where the relu output is > 0, else 0.
+_relu_grad = torch.ops.aten.threshold_backward.grad_input
 
-    ``conv_t`` convolves with the transposed, flipped kernel (conv^T as a correlation)."""
+
+def _sweep_backward(grad: torch.Tensor, relus: list[torch.Tensor | None], conv_t: RowConv, reverse: bool,
+                    n: int, s: int, pad: int, scratch: Scratch | None) -> torch.Tensor:
+    """Turn ``grad`` (dL/d out) into dL/d in on the items' rows, in place (its other rows take
+    whatever conv^T adds there and are never read); returns ``relu' * G`` per slice in the
+    layout, zero frame included (in ``scratch``: valid until the next sweep's backward).
+
+    ``relus``: :func:`_sweep_forward`'s relu outputs; ``conv_t`` convolves with the
+    transposed, flipped kernel (conv^T as a correlation)."""
     length = grad.shape[0]
-    dconv = scratch_or_new(scratch, "relu' * G", tuple(grad.shape), grad)  # all but one slice written below
-    dconv[length - 1 if reverse else 0].zero_()  # (zero rows: zero, since mask is 0 there)
+    dconv = scratch_or_new(scratch, "relu' * G", tuple(grad.shape), grad)  # items' rows written below
+    _zero_frame(dconv, n, s, pad)
+    dconv[length - 1 if reverse else 0].zero_()  # the first slice had no conv
     conv_in, grad_at = conv_t.inputs(dconv), conv_t.targets(grad)
-    grad_rows, mask_rows, dconv_rows = grad.unbind(0), mask.unbind(0), dconv.unbind(0)
+    grad_items, dconv_items = _interior(grad, n, s, pad).unbind(0), _interior(dconv, n, s, pad).unbind(0)
     for i in range(0, length - 1) if reverse else range(length - 1, 0, -1):
-        torch.mul(grad_rows[i], mask_rows[i], out=dconv_rows[i])
+        _relu_grad(grad_items[i], relus[i], 0, grad_input=dconv_items[i])
         conv_t.add_to(conv_in[i], grad_at[i + 1 if reverse else i - 1])
     return dconv
 
@@ -257,6 +285,7 @@ class _MessagePassing(torch.autograd.Function):
             ctx.spec, ctx.algorithm, ctx.shape = spec, algorithm, tuple(x.shape)
             return _triton_forward(ctx, x, spec, taps)
         saved: list[torch.Tensor] = []
+        relus: list[list[torch.Tensor | None]] = []
         # the current layout (buffer, axis, slice width, pad): set by the first sweep, read after
         cur: torch.Tensor | None = None
         axis, cur_s, cur_pad = False, 0, 0
@@ -269,21 +298,15 @@ class _MessagePassing(torch.autograd.Function):
             elif vertical != axis or pad != cur_pad:
                 cur = dst = _change_layout(cur, n, axis, cur_s, cur_pad, vertical, s, pad)
             else:
-                dst = torch.empty_like(cur)
-            relu_out = scratch_or_new(scratch, "relu", tuple(cur.shape), cur)  # written but these rows:
-            relu_out[length - 1 if reverse else 0].zero_()
-            relu_out[:, :pad].zero_()
-            relu_out[:, slice_rows(n, s, pad):].zero_()  # the allocation's extra rows (alloc_rows)
+                dst = _new_layout(cur, length, n, s, c, pad)
             conv = row_conv(tap, slice_rows(n, s, pad), algorithm, scratch)
-            _sweep_forward(cur, dst, relu_out, conv, reverse, n, s, pad)
-            # The relu' mask as uint8 0/1: a quarter of the bytes to keep, and the mask that
-            # multiplies fastest (mul by uint8 9 us, float 11, bool 21 per 164x128 slice).
-            relu_out = relu_out.gt(0).view(torch.uint8)
-            saved += [dst, relu_out]
+            relus.append(_sweep_forward(cur, dst, conv, reverse, n, s, pad))
+            saved.append(dst)
             cur, axis, cur_s, cur_pad = dst, vertical, s, pad
         if cur is None:
             raise ValueError("message passing needs at least one sweep")
         ctx.save_for_backward(*saved, *taps)
+        ctx.relus = relus  # intermediates, not inputs or outputs: kept on ctx (no double backward)
         ctx.spec, ctx.algorithm, ctx.shape = spec, algorithm, (n, c, h, w)
         return _from_layout(cur, axis, n, cur_s, cur_pad)
 
@@ -295,7 +318,7 @@ class _MessagePassing(torch.autograd.Function):
         spec, (n, _, h, w) = ctx.spec, ctx.shape
         k = len(spec)
         saved = ctx.saved_tensors
-        outs, masks, taps = saved[0:2 * k:2], saved[1:2 * k:2], saved[2 * k:]
+        outs, taps = saved[:k], saved[k:]
         grad_taps: list[torch.Tensor | None] = [None] * k
         # the gradient's layout (buffer, axis, slice width, pad): set by the last sweep, read after
         grad: torch.Tensor | None = None
@@ -310,7 +333,7 @@ class _MessagePassing(torch.autograd.Function):
                 grad = _change_layout(grad, n, axis, cur_s, cur_pad, vertical, s, pad)
             # conv^T = correlation with the flipped, transposed kernel on the zero-framed rows.
             conv_t = row_conv(tap.flip(0).transpose(1, 2), slice_rows(n, s, pad), ctx.algorithm, ctx.scratch)
-            dconv = _sweep_backward(grad, masks[idx], conv_t, reverse, ctx.scratch)
+            dconv = _sweep_backward(grad, ctx.relus[idx], conv_t, reverse, n, s, pad, ctx.scratch)
             if ctx.needs_input_grad[4 + idx]:
                 grad_taps[idx] = _weight_grad(outs[idx], dconv, reverse, conv_t, ctx.scratch).to(
                     ctx.weight_dtypes[idx])

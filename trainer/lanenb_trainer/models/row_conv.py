@@ -69,6 +69,30 @@ _BT = ((2, -1, -2, 1, 0),
        (0, 2, -1, -2, 1))
 
 
+
+def _nested(left: tuple[tuple[float, ...], ...], right: tuple[tuple[float, ...], ...],
+            step: int) -> tuple[tuple[float, ...], ...]:
+    """The Kronecker product of two transforms applied one after the other along one row
+    axis: ``out[(P, xi), step * q + r] += left[P][q] * right[xi][r]``. Why: the nested weight
+    gradient (:meth:`WinogradTiling.weight_grad`) transforms the rows twice, at a step of 3
+    (``right``, within a tile or window) and of 9 (``left``, across 3 of them); one product
+    with this matrix does both in one call."""
+    cols = step * (len(left[0]) - 1) + len(right[0])
+    out = [[0.0] * cols for _ in range(len(left) * len(right))]
+    for big, left_row in enumerate(left):
+        for small, right_row in enumerate(right):
+            for q, lv in enumerate(left_row):
+                for r, rv in enumerate(right_row):
+                    out[big * len(right) + small][step * q + r] += lv * rv
+    return tuple(tuple(row) for row in out)
+
+
+_A = tuple(zip(*_AT))  # A = (A^T)^T: the tile transform of the weight gradient
+_BT2 = _nested(_BT, _BT, _TILE)  # [25, 17]: a 17-row window at a step of 9 -> 5 x 5 points
+_A2 = _nested(_A, _A, _TILE)  # [25, 9]: a 9-row tile -> 5 x 5 points
+_G2 = _nested(_G, _G, _TILE)  # [25, 9]: 5 x 5 points -> the 9 taps (as columns)
+
+
 def alloc_rows(rows: int, kernel: int) -> int:
     """Rows to allocate for a slice of ``rows`` rows: enough zero rows after it that its
     ``rows - kernel + 1`` outputs fill whole tiles, rounded up to a multiple of 3 (at most four
@@ -98,14 +122,17 @@ class _Conv:
         self.weight, self.groups = weight, groups
         self.packed = _pack(weight, image_shape, groups)
 
-    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+    def __call__(self, image: torch.Tensor, relu: bool = False) -> torch.Tensor:
+        """The convolution, with ``relu`` applied to its output (fused into oneDNN's call)."""
         if self.packed is not None:
             try:
                 return torch.ops.mkldnn._convolution_pointwise(
-                    image, self.packed, None, [0, 0], [1, 1], [1, 1], self.groups, "none", [], "")
+                    image, self.packed, None, [0, 0], [1, 1], [1, 1], self.groups, "relu" if relu else "none",
+                    [], "")
             except (RuntimeError, TypeError):  # an internal op that changed under another torch:
                 self.packed = None  # the public path from now on (it raises real errors itself)
-        return F.conv2d(image, self.weight, groups=self.groups)
+        out = F.conv2d(image, self.weight, groups=self.groups)
+        return out.relu_() if relu else out
 
 
 def _pack(weight: torch.Tensor, image_shape: Sequence[int], groups: int) -> torch.Tensor | None:
@@ -144,6 +171,11 @@ class DirectRowConv:
 
     def __call__(self, image: torch.Tensor) -> torch.Tensor:
         return self.conv(image)
+
+    def relu(self, image: torch.Tensor) -> torch.Tensor:
+        """``relu(conv(image))`` as a fresh ``[R - k + 1, C_out]`` row matrix (the relu fused
+        into the library call): the forward keeps it for the backward's relu'."""
+        return self.conv(image, relu=True).permute(0, 2, 3, 1).reshape(-1, self.conv.weight.shape[0])
 
     def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         """Per-slice views that :meth:`add_to` accumulates into (the output rows)."""
@@ -187,18 +219,22 @@ class WinogradTiling:
         """dL/d taps ``[k, C_in, C_out]`` of a row convolution of this geometry over ``S``
         slices at once, whichever algorithm ran it (it reads no taps, so the backward's conv^T
         serves), computed in the Winograd domain: 1.8x fewer multiply-adds than
-        :func:`weight_grad`.
+        :func:`weight_grad`, 3.2x for SCNN's 9 taps (nested, below).
 
         Why it pays: the slices lie end to end with a multiple of 3 rows each
         (:func:`alloc_rows`), so the windows of all slices are one strided view at a step of 3
         rows, and so are the output tiles; each transform is one batched product over all
         slices (no copy) and each of the ``5 s`` point products one GEMM, tile ``w`` against
         window ``w + j`` for segment ``j``. Tiles past a slice's outputs, including those that
-        straddle two slices, read only the gradient's zero frame and add nothing. Issue 35,
-        AVX2, 2 threads, within the pass at 4x128x16x40 (best of 30): 4.2 ms for 39 slices of
-        84 rows against 5.6 ms for the direct GEMMs, 3.3 ms for 15 slices of 180 rows (an
-        earlier try, the library's ``(1, 3)`` weight gradient per point on re-transformed
-        windows, saved nothing on the whole pass).
+        straddle two slices, read only the gradient's zero frame and add nothing.
+
+        With 9 taps (3 segments) the sum over tiles is itself a 3-tap correlation (segment
+        ``j`` pairs tile ``w`` with window ``w + j``), so it is transformed once more, F(3, 3)
+        over groups of 3 tiles: 25 point products over a third as many rows instead of 15,
+        each transform pair one product with a Kronecker matrix (:func:`_nested`) and the 25
+        products one batched GEMM. Issue 35, AVX2, 2 threads (best of 30, interleaved): 39
+        slices of 84 rows 5.9 -> 4.2 ms, 15 of 180 rows 4.6 -> 3.4 ms; float32 within ~4e-6
+        of float64 at the largest (the one-level form: ~1e-6).
 
         Args:
             inputs: ``[S, R_alloc, C_in]``, contiguous: the slices the convolution read.
@@ -212,7 +248,7 @@ class WinogradTiling:
             ValueError: slices not laid out by :func:`alloc_rows` for this geometry.
         """
         n_slices, r_alloc, c_in = inputs.shape
-        c_out, k, pad = grads.shape[2], self.kernel, self.kernel // 2
+        c_out, k = grads.shape[2], self.kernel
         if n_slices == 0 or self.outputs_n == 0:
             return inputs.new_zeros((k, c_in, c_out))
         if r_alloc % _TILE or r_alloc < _TILE * self.windows + 2 or grads.shape[:2] != inputs.shape[:2]:
@@ -220,6 +256,9 @@ class WinogradTiling:
                              f"for {self.windows} windows (alloc_rows)")
         rows_all = n_slices * r_alloc
         x, g = inputs.reshape(rows_all, c_in), grads.reshape(rows_all, c_out)
+        if self.segments == _TILE:
+            return self._nested_weight_grad(x, g, r_alloc, scratch)
+        pad = k // 2
         n_windows = rows_all // _TILE - 1  # the last would run past the end
         windows = x.as_strided((n_windows, _WINDOW, c_in), (_TILE * c_in, c_in, 1), x.storage_offset())
         d = scratch_or_new(scratch, "wgrad windows", (n_windows, _WINDOW, c_in), inputs)
@@ -227,7 +266,7 @@ class WinogradTiling:
         n_tiles = (rows_all - pad) // _TILE
         tiles = g[pad:pad + _TILE * n_tiles].view(n_tiles, _TILE, c_out)
         m = scratch_or_new(scratch, "wgrad tiles", (n_tiles, _WINDOW, c_out), grads)
-        torch.bmm(self._matrix(_AT, grads).t().expand(n_tiles, _WINDOW, _TILE), tiles, out=m)  # A per tile
+        torch.bmm(self._matrix(_A, grads).expand(n_tiles, _WINDOW, _TILE), tiles, out=m)  # A per tile
         n = min(n_tiles, n_windows - self.segments + 1)
         du = scratch_or_new(scratch, "wgrad points", (self.segments, _WINDOW, c_in, c_out), inputs)
         for j in range(self.segments):
@@ -236,6 +275,36 @@ class WinogradTiling:
         # G^T back to the taps: taps[3j + v] gets sum_xi G[xi, v] dU[j, xi]
         grad = torch.matmul(self._matrix(_G, inputs).t(), du.view(self.segments, _WINDOW, c_in * c_out))
         return grad.view(k, c_in, c_out)
+
+    def _nested_weight_grad(self, x: torch.Tensor, g: torch.Tensor, r_alloc: int,
+                            scratch: Scratch | None) -> torch.Tensor:
+        """:meth:`weight_grad` for 9 taps on the flattened rows ``x`` ``[rows, C_in]`` and
+        ``g`` ``[rows, C_out]``: groups of 9 outputs (3 tiles), each read through a 17-row
+        window at a step of 9 (5 windows of 5 rows at a step of 3); the up to 16 outputs that
+        no whole group covers at the end are added directly (one batched product)."""
+        rows_all, c_in = x.shape
+        c_out, k, pad = g.shape[1], self.kernel, self.kernel // 2
+        group, span, points = _TILE * _TILE, _TILE * (_WINDOW - 1) + _WINDOW, _WINDOW * _WINDOW
+        n_out = rows_all - r_alloc + self.outputs_n  # through the last slice's last output
+        groups = max(min((rows_all - pad) // group, (rows_all - span) // group + 1, -(-n_out // group)), 0)
+        du = scratch_or_new(scratch, "wgrad points", (points, c_in, c_out), x)
+        if groups:
+            windows = x.as_strided((groups, span, c_in), (group * c_in, c_in, 1), x.storage_offset())
+            d = scratch_or_new(scratch, "wgrad windows", (groups, points, c_in), x)
+            torch.bmm(self._matrix(_BT2, x).expand(groups, points, span), windows, out=d)
+            tiles = g[pad:pad + group * groups].view(groups, group, c_out)
+            m = scratch_or_new(scratch, "wgrad tiles", (groups, points, c_out), g)
+            torch.bmm(self._matrix(_A2, g).expand(groups, points, group), tiles, out=m)
+            torch.bmm(d.transpose(0, 1).transpose(1, 2), m.transpose(0, 1), out=du)  # the 25 point products
+            grad = torch.mm(self._matrix(_G2, x).t(), du.view(points, c_in * c_out)).view(k, c_in, c_out)
+        else:
+            grad = x.new_zeros((k, c_in, c_out))
+        rest = n_out - group * groups
+        if rest > 0:  # tap t: x[start + t + i] against g[pad + start + i], i < rest
+            start = group * groups
+            shifted = x.as_strided((k, rest, c_in), (c_in, c_in, 1), x.storage_offset() + start * c_in)
+            grad += torch.bmm(shifted.transpose(1, 2), g[pad + start:pad + start + rest].expand(k, rest, c_out))
+        return grad
 
 
 class WinogradRowConv(WinogradTiling):
@@ -294,6 +363,11 @@ class WinogradRowConv(WinogradTiling):
         """The slice's outputs, in a scratch buffer that the next call overwrites."""
         torch.bmm(self.at, self._products(windows), out=self.y)
         return self.y_rows
+
+    def relu(self, windows: torch.Tensor) -> torch.Tensor:
+        """``relu(conv(windows))`` as a fresh ``[3 T, C_out]`` row matrix (whole tiles: up to two
+        rows past the outputs): the forward keeps it for the backward's relu'."""
+        return torch.bmm(self.at, self._products(windows)).relu_().view(self.tiles * _TILE, self.c_out)
 
     def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         """Per-slice ``[T, 3, C]`` views of the output rows, whole tiles: up to two rows past
