@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from lanenb_trainer.models.message_passing import message_pass, spatial_message_passing
 from lanenb_trainer.models.row_conv import (
     DirectRowConv,
+    NestedWinogradRowConv,
     WinogradRowConv,
     WinogradTiling,
     _Conv,
@@ -82,6 +83,59 @@ def _reference_weight_grad(buf: torch.Tensor, grads: torch.Tensor, kernel: int, 
                         for t in range(kernel)])
 
 
+def _tap_layouts(taps: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The same taps as the sweeps hand them over: contiguous, the forward's permuted view of
+    a ``[C_out, C_in, 1, k]`` weight, and the backward's flipped copy of it transposed."""
+    weight = taps.permute(2, 1, 0).contiguous()  # [C_out, C_in, k]
+    transposed = taps.flip(0).permute(1, 2, 0).contiguous()  # the backward's weight: [C_in, C_out, k]
+    return {"contiguous": taps.contiguous(), "weight view": weight.permute(2, 1, 0),
+            "flipped, transposed": transposed.permute(2, 1, 0).flip(0).transpose(1, 2)}
+
+
+@pytest.mark.parametrize("rows", [9, 13, 23, 24, 25, 84, 164, 180])  # 1 to 20 groups, ragged last ones
+def test_nested_winograd_equals_direct_in_float64(rows: int) -> None:
+    c = 6
+    buf = _slices(3, rows, c, 9, torch.float64)
+    taps = torch.randn(9, c, c + 2, dtype=torch.float64)  # C_in != C_out too
+    ref = _reference(buf, taps, rows)
+    for layout, view in _tap_layouts(taps).items():
+        conv = NestedWinogradRowConv(view, rows)
+        got = torch.stack([conv(item) for item in conv.inputs(buf)])
+        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12, msg=layout)
+        relu = torch.stack([conv.relu(item)[:rows - 8] for item in conv.inputs(buf)])
+        torch.testing.assert_close(relu, ref.clamp(min=0), rtol=1e-12, atol=1e-12, msg=layout)
+
+
+def test_nested_winograd_float32_stays_close() -> None:
+    buf = _slices(4, 164, 128, 9, torch.float32)
+    taps = torch.randn(9, 128, 128) / (128 * 9) ** 0.5
+    ref = _reference(buf.double(), taps.double(), 164)
+    conv = NestedWinogradRowConv(taps, 164)
+    got = torch.stack([conv(item) for item in conv.inputs(buf)]).double()
+    assert float((got - ref).abs().max() / ref.abs().max()) < 1e-5
+
+
+def test_nested_winograd_add_to_accumulates_whole_groups() -> None:
+    rows, c = 25, 5
+    buf = _slices(2, rows, c, 9, torch.float64)
+    taps = torch.randn(9, c, c, dtype=torch.float64)
+    conv = NestedWinogradRowConv(taps, rows)
+    target = torch.randn(2, alloc_rows(rows, 9), c, dtype=torch.float64)
+    before = target.clone()
+    for item, view in zip(conv.inputs(buf), conv.targets(target)):
+        conv.add_to(item, view)
+    m = rows - 8
+    torch.testing.assert_close(target[:, 4:4 + m], before[:, 4:4 + m] + _reference(buf, taps, rows))
+    torch.testing.assert_close(target[:, :4], before[:, :4])  # the leading frame is untouched
+
+
+def test_nested_winograd_refuses_what_it_cannot_run() -> None:
+    with pytest.raises(ValueError, match="needs 9 taps, got 15"):
+        NestedWinogradRowConv(torch.zeros(15, 4, 4), 84)
+    with pytest.raises(ValueError, match=r"slice buffer \(2, 87, 4\) is not laid out for 9 groups"):
+        NestedWinogradRowConv(torch.zeros(9, 4, 4), 84).inputs(torch.zeros(2, 87, 4))  # 90 rows needed
+
+
 @pytest.mark.parametrize("kernel", [3, 9, 15])
 @pytest.mark.parametrize("rows", [23, 24, 25, 84, 164])  # outputs not a multiple of 3, the bench's
 def test_both_weight_gradients_equal_the_written_out_sum(kernel: int, rows: int) -> None:
@@ -113,13 +167,13 @@ def test_nested_weight_gradient_covers_every_output_whatever_the_groups_leave_ov
 
 
 def test_a_direct_sweeps_weight_gradient_runs_in_the_winograd_domain_where_it_pays() -> None:
-    """84-row slices (the quickstart's horizontal sweeps) keep the direct per-slice
-    convolution, yet their weight gradient over all slices is the Winograd one, equal to the
-    written-out sum."""
+    """A sweep whose slices run the direct convolution (asked for here; "auto" nests Winograd
+    at 84 rows) still gets its weight gradient over all slices in the Winograd domain, equal
+    to the written-out sum."""
     rows, c = 84, 128
     buf, grads = _slices(3, rows, c, 9, torch.float64), _slices(3, rows, c, 9, torch.float64)
     taps = torch.zeros(9, c, c, dtype=torch.float64)
-    conv = row_conv(taps, rows)
+    conv = row_conv(taps, rows, "direct")
     assert type(conv) is DirectRowConv and winograd_weight_grad_fits(buf, 9, rows)
     torch.testing.assert_close(conv.weight_grad(buf, grads), _reference_weight_grad(buf, grads, 9, rows),
                                rtol=1e-12, atol=1e-12)
@@ -144,9 +198,12 @@ def test_winograd_weight_gradient_float32_stays_close() -> None:
 
 def test_weight_gradient_of_slices_too_short_to_convolve_is_zero() -> None:
     buf = torch.randn(3, alloc_rows(6, 9), 4)
-    assert not weight_grad(buf, buf, 9).any()
-    assert not weight_grad(buf[:0], buf[:0], 9).any()
+    grads = torch.zeros_like(buf)  # no output rows: all zero frame
+    assert not weight_grad(buf, grads, 9).any()
+    assert not weight_grad(buf[:0], grads[:0], 9).any()
+    # the Winograd ones know the slice's rows: no outputs, nothing read
     assert not WinogradRowConv(torch.zeros(9, 4, 4), 6).weight_grad(buf, buf).any()
+    assert not NestedWinogradRowConv(torch.zeros(9, 4, 4), 6).weight_grad(buf, buf).any()
 
 
 def test_packed_weight_equals_f_conv2d_and_is_used() -> None:
@@ -180,10 +237,12 @@ def test_packed_conv_falls_back_to_f_conv2d_when_the_internal_op_refuses() -> No
 @pytest.mark.parametrize(
     "taps_shape,dtype,rows,expected",
     [
-        ((9, 128, 128), torch.float32, 164, WinogradRowConv),
-        ((9, 128, 128), torch.float64, 420, WinogradRowConv),
-        ((9, 128, 128), torch.float32, 108, DirectRowConv),  # few rows: measured slower
-        ((9, 64, 64), torch.float32, 420, DirectRowConv),  # few channels: measured slower
+        ((9, 128, 128), torch.float32, 84, NestedWinogradRowConv),  # the quickstart's horizontal sweeps
+        ((9, 64, 64), torch.float64, 420, NestedWinogradRowConv),
+        ((9, 128, 128), torch.float32, 24, DirectRowConv),  # few rows: measured slower
+        ((9, 16, 16), torch.float32, 420, DirectRowConv),  # few channels
+        ((3, 128, 128), torch.float32, 164, WinogradRowConv),  # other multiples of 3: one level
+        ((15, 128, 128), torch.float32, 108, DirectRowConv),  # one level, few rows: measured slower
         ((5, 128, 128), torch.float32, 420, DirectRowConv),  # not a multiple of 3 taps
         ((9, 128, 128), torch.bfloat16, 420, DirectRowConv),  # AMP: no transforms in bf16
     ],
@@ -233,7 +292,7 @@ def test_module_algorithms_agree_in_float32(shape) -> None:
 
 
 def test_winograd_weight_gradient_refuses_slices_not_laid_out_for_it() -> None:
-    rows = 84  # alloc_rows gives 87; 86 rows keep the windows but break the slices' 3-row grid
+    rows = 84  # alloc_rows gives 90; 86 rows keep the windows but break the slices' 3-row grid
     buf = torch.zeros(2, 86, 4)
     with pytest.raises(ValueError, match=r"slices \(2, 86, 4\) / \(2, 86, 4\) are not laid out for 28 windows"):
         WinogradRowConv(torch.zeros(9, 4, 4), rows).weight_grad(buf, buf)

@@ -2,7 +2,7 @@
 channel mixing over the rows of one ``[R, C]`` slice, ``y[i] = sum_t x[i + t] @ taps[t]``.
 
 Why a module of its own: the sweeps call it once per slice, one slice after another (each
-slice reads the previous one's output), so its speed is the sweeps' speed, and there are two
+slice reads the previous one's output), so its speed is the sweeps' speed, and there are three
 ways to compute it with one interface:
 
 * :class:`DirectRowConv`: one library convolution call per slice (oneDNN / cuDNN);
@@ -14,16 +14,19 @@ ways to compute it with one interface:
   fewer multiply-adds, run as one grouped library convolution over the tiles. The output
   transform ``A^T`` (also small integers) gives the 3 outputs. The filter transform ``G``
   (fractions, applied once per call) carries all the divisions, so float32 results stay
-  within ~2e-6 relative of the direct convolution (float64: ~1e-15).
+  within ~2e-6 relative of the direct convolution (float64: ~1e-15);
+* :class:`NestedWinogradRowConv`: for exactly 9 taps, F(3, 3) once more over groups of 3
+  tiles (25 products per 9 outputs instead of 45), as three batched matrix products per
+  slice with no convolution primitive and no weight reorder; float32 within ~4e-6.
 
 :func:`row_conv` picks: Winograd on the CPU for float32/float64 with ``k % 3 == 0`` and
-enough channels and rows to pay for the transforms, else direct (cuDNN has its own fast
-paths; bf16 would lose too much to the transforms). On the CPU both run on weights packed
-into oneDNN's layout once per sweep (:class:`_Conv`).
+enough channels and rows to pay for the transforms (nested for 9 taps), else direct (cuDNN
+has its own fast paths; bf16 would lose too much to the transforms). On the CPU the direct
+and one-level forms run on weights packed into oneDNN's layout once per sweep (:class:`_Conv`).
 
-Both work on a zero-framed slice buffer ``[L, R_alloc, C]`` (``L`` slices; rows ``0..R-1``
-hold the data and its zero frame, plus up to four zero rows so that the ``R - k + 1`` outputs
-fill whole tiles and the rows are a multiple of 3, see :func:`alloc_rows`): ``inputs(buf)``
+All work on a zero-framed slice buffer ``[L, R_alloc, C]`` (``L`` slices; rows ``0..R-1``
+hold the data and its zero frame, plus up to eight zero rows so that the ``R - k + 1`` outputs
+fill whole tiles or groups and the rows are a multiple of 3, see :func:`alloc_rows`): ``inputs(buf)``
 and ``outputs(buf)`` make the per-slice views once per sweep, ``conv(inputs[i])`` returns
 ``R - k + 1`` rows shaped like ``outputs(...)[j]``, and
 ``conv.add_to(inputs[i], targets(buf)[j])`` accumulates them (the backward's
@@ -39,8 +42,8 @@ import torch.nn.functional as F
 
 from .scratch import Scratch, scratch_or_new
 
-__all__ = ["ALGORITHMS", "DirectRowConv", "RowConv", "WinogradRowConv", "WinogradTiling", "alloc_rows",
-           "auto_algorithm", "check_algorithm", "row_conv", "weight_grad", "winograd_weight_grad_fits"]
+__all__ = ["ALGORITHMS", "DirectRowConv", "NestedWinogradRowConv", "RowConv", "WinogradRowConv", "WinogradTiling",
+           "alloc_rows", "auto_algorithm", "check_algorithm", "row_conv", "weight_grad", "winograd_weight_grad_fits"]
 
 # "triton" is not a per-slice convolution: it runs each whole sweep as one Triton kernel
 # (message_passing with algorithm="triton", see sweep_triton); "auto" never picks it.
@@ -49,6 +52,9 @@ _TILE = 3  # outputs per tile (= taps per segment, so segments share input windo
 _WINDOW = 5  # F(3, 3): 3 + 3 - 1 input rows per tile, 5 transformed points
 _MIN_WINOGRAD_CHANNELS = 128  # fewer (64 measured): the transforms cost more than the products save
 _MIN_WINOGRAD_ROWS = 128  # fewer (108 measured): the same
+# 9 taps, nested (channels, rows): 1.1-1.8x the direct conv's speed from 32 rows at 64 and 128
+# channels (issue 35, AVX2, 2 threads; 0.9x at 24 rows, 128 channels, 1 thread)
+_MIN_NESTED = (32, 32)
 _MIN_WINOGRAD_WGRAD_ROWS = 64  # the weight gradient over all slices: faster from 84 rows (measured)
 
 # Toom-Cook F(3, 3) at the points 0, 1, -1, 2 and infinity (correlation form:
@@ -88,20 +94,25 @@ def _nested(left: tuple[tuple[float, ...], ...], right: tuple[tuple[float, ...],
 
 
 _A = tuple(zip(*_AT))  # A = (A^T)^T: the tile transform of the weight gradient
+_NESTED_TAPS = _TILE * _TILE  # 9 taps = 3 segments of 3: the kernel that nests twice
 _BT2 = _nested(_BT, _BT, _TILE)  # [25, 17]: a 17-row window at a step of 9 -> 5 x 5 points
 _A2 = _nested(_A, _A, _TILE)  # [25, 9]: a 9-row tile -> 5 x 5 points
-_G2 = _nested(_G, _G, _TILE)  # [25, 9]: 5 x 5 points -> the 9 taps (as columns)
+_AT2 = tuple(zip(*_A2))  # [9, 25]: 5 x 5 points -> 9 outputs
+_G2 = _nested(_G, _G, _TILE)  # [25, 9]: the 9 taps (as columns) -> 5 x 5 points
 
 
 def alloc_rows(rows: int, kernel: int) -> int:
     """Rows to allocate for a slice of ``rows`` rows: enough zero rows after it that its
-    ``rows - kernel + 1`` outputs fill whole tiles, rounded up to a multiple of 3 (at most four
-    more rows). Why the multiple of 3: slices laid end to end then keep one window grid, so
-    the windows (and tiles) of all slices are one strided view for the weight gradient's
-    batched transforms (:meth:`WinogradTiling.weight_grad`)."""
+    ``rows - kernel + 1`` outputs fill whole tiles (9 taps: whole groups of 9 outputs, read
+    through 17-row windows), rounded up to a multiple of 3 (at most eight more rows). Why the
+    multiple of 3: slices laid end to end then keep one window grid, so the windows (and
+    tiles) of all slices are one strided view for the weight gradient's batched transforms
+    (:meth:`WinogradTiling.weight_grad`)."""
     outputs = max(rows - kernel + 1, 0)
-    whole_tiles = rows + (-outputs) % _TILE
-    return whole_tiles + (-whole_tiles) % _TILE
+    whole = rows + (-outputs) % _TILE
+    if kernel == _NESTED_TAPS:  # whole groups of 9 outputs (NestedWinogradRowConv): up to 8 more rows
+        whole = max(whole, _NESTED_TAPS * -(-outputs // _NESTED_TAPS) + kernel - 1)
+    return whole + (-whole) % _TILE
 
 
 def _images(buf: torch.Tensor, start: int = 0, stop: int | None = None) -> tuple[torch.Tensor, ...]:
@@ -382,7 +393,95 @@ class WinogradRowConv(WinogradTiling):
         target.baddbmm_(self.at, self._products(windows))
 
 
-RowConv = DirectRowConv | WinogradRowConv
+class NestedWinogradRowConv(WinogradTiling):
+    """Winograd F(3, 3) nested twice, for SCNN's 9 taps: 25 products per 9 outputs where the
+    one-level form (:class:`WinogradRowConv`) needs 45 and the direct convolution 81.
+
+    Why it nests: the one-level form's sum over the 3 segments is itself a 3-tap correlation
+    over tiles (segment ``j`` pairs tile ``w`` with window ``w + j``), so groups of 3 tiles (9
+    outputs) are transformed once more. Each 17-row window at a step of 9 becomes 25 points
+    with one Kronecker matrix (:func:`_nested`), each point is one ``[groups, C_in] @ [C_in,
+    C_out]`` product (the 25 as one batched GEMM), and one more matrix gives the 9 outputs.
+    The three steps are plain batched matrix products (no convolution primitive), and the
+    filter transform is one small GEMM straight from the taps (no oneDNN weight reorder).
+    Issue 35, AVX2, 2 threads (best of 30, interleaved): a 84-row slice 118 us against 136
+    for the direct convolution and 123 for one level, a 180-row slice 176 against 257 and
+    206; building it 150 us against 370 for one level. float32 within ~4e-6 of float64.
+    """
+
+    def __init__(self, taps: torch.Tensor, rows: int, scratch: Scratch | None = None) -> None:
+        """``taps``: ``[9, C_in, C_out]``; ``rows``: the slice's rows ``R``; ``scratch``: where
+        the transformed filter and the per-slice points are kept (else new)."""
+        k, c_in, c_out = taps.shape
+        if k != _NESTED_TAPS:
+            raise ValueError(f"nested Winograd row convolution needs {_NESTED_TAPS} taps, got {k}")
+        super().__init__(k, rows)
+        self.groups, self.c_out = -(-self.outputs_n // _NESTED_TAPS), c_out
+        self.span = _NESTED_TAPS + k - 1  # input rows of one group of 9 outputs
+        points = _WINDOW * _WINDOW
+        self.u = _nested_filter(self._matrix(_G2, taps), taps, scratch)  # [25, C_in, C_out]
+        self.bt = self._matrix(_BT2, taps).expand(self.groups, points, self.span)
+        self.at = self._matrix(_AT2, taps).expand(self.groups, _NESTED_TAPS, points)
+        self.d = scratch_or_new(scratch, "nested windows", (self.groups, points, c_in), taps)
+        self.m = scratch_or_new(scratch, "nested products", (points, self.groups, c_out), taps)
+
+    def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        """Per slice, the overlapping 17-row windows at a step of 9 rows: ``[G, 17, C]`` views."""
+        length, r_alloc, c = buf.shape
+        if not buf.is_contiguous() or r_alloc < _NESTED_TAPS * (self.groups - 1) + self.span:
+            raise ValueError(f"slice buffer {tuple(buf.shape)} is not laid out for {self.groups} groups "
+                             "of 9 outputs (alloc_rows)")
+        return buf.as_strided((length, self.groups, self.span, c), (r_alloc * c, _NESTED_TAPS * c, c, 1),
+                              buf.storage_offset()).unbind(0)
+
+    def outputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        pad = self.kernel // 2
+        return buf[:, pad:pad + self.outputs_n].unbind(0)
+
+    def _products(self, windows: torch.Tensor) -> torch.Tensor:
+        """Input transform and the 25 point products: ``[G, 25, C_out]`` (a view of scratch)."""
+        torch.bmm(self.bt, windows, out=self.d)
+        torch.bmm(self.d.transpose(0, 1), self.u, out=self.m)
+        return self.m.transpose(0, 1)
+
+    def __call__(self, windows: torch.Tensor) -> torch.Tensor:
+        """The slice's outputs ``[R - k + 1, C_out]`` (fresh)."""
+        return torch.bmm(self.at, self._products(windows)).view(-1, self.c_out)[:self.outputs_n]
+
+    def relu(self, windows: torch.Tensor) -> torch.Tensor:
+        """``relu(conv(windows))`` as a fresh ``[9 G, C_out]`` row matrix (whole groups: up to
+        eight rows past the outputs): the forward keeps it for the backward's relu'."""
+        return torch.bmm(self.at, self._products(windows)).relu_().view(-1, self.c_out)
+
+    def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
+        """Per-slice ``[G, 9, C]`` views of the output rows, whole groups: up to eight rows past
+        the outputs, into the zero frame (see :meth:`WinogradRowConv.targets`)."""
+        pad = self.kernel // 2
+        length, _, c = buf.shape
+        return buf[:, pad:pad + self.groups * _NESTED_TAPS].view(length, self.groups, _NESTED_TAPS, c).unbind(0)
+
+    def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
+        """``target += conv(windows)``, the output transform and the sum in one call."""
+        target.baddbmm_(self.at, self._products(windows))
+
+
+def _nested_filter(g2: torch.Tensor, taps: torch.Tensor, scratch: Scratch | None) -> torch.Tensor:
+    """``U[p] = sum_t g2[p, t] taps[t]``: ``[25, C_in, C_out]``, one GEMM that reads the taps
+    where they lie. Why the two layouts: the forward's taps are a permuted view of the conv's
+    ``[C_out, C_in, 1, 9]`` weight and the backward's a flipped copy of it transposed; either
+    way the 9 taps of one channel pair are contiguous, so the GEMM reads them as they are and
+    its output is the product's operand or that operand transposed (a view), no copy."""
+    k, c_in, c_out = taps.shape
+    u = scratch_or_new(scratch, "nested filter", (g2.shape[0], c_in * c_out), taps)
+    by_in, by_out = taps.permute(1, 2, 0), taps.permute(2, 1, 0)  # [C_in, C_out, k], [C_out, C_in, k]
+    if by_out.is_contiguous():
+        torch.mm(g2, by_out.reshape(c_out * c_in, k).t(), out=u)
+        return u.view(-1, c_out, c_in).transpose(1, 2)
+    torch.mm(g2, by_in.reshape(c_in * c_out, k).t(), out=u)  # (a copy unless [C_in, C_out, k] lies contiguous)
+    return u.view(-1, c_in, c_out)
+
+
+RowConv = DirectRowConv | WinogradRowConv | NestedWinogradRowConv
 
 
 def weight_grad(inputs: torch.Tensor, grads: torch.Tensor, kernel: int) -> torch.Tensor:
@@ -423,12 +522,14 @@ def check_algorithm(algorithm: str) -> None:
 
 def auto_algorithm(taps: torch.Tensor, rows: int) -> str:
     """What ``"auto"`` resolves to for ``taps`` ``[k, C_in, C_out]`` over ``rows``-row slices:
-    ``"winograd"`` on the CPU for float32/float64, ``k % 3 == 0``, at least 128 channels and
-    128 rows (where it measured faster), else ``"direct"``."""
-    fits = (taps.device.type == "cpu" and taps.dtype in (torch.float32, torch.float64)
-            and taps.shape[0] % _TILE == 0 and taps.shape[1] >= _MIN_WINOGRAD_CHANNELS
-            and rows >= _MIN_WINOGRAD_ROWS)
-    return "winograd" if fits else "direct"
+    ``"winograd"`` on the CPU for float32/float64 where it measured faster: 9 taps (nested,
+    :class:`NestedWinogradRowConv`) from 32 channels and 32 rows, other ``k % 3 == 0`` from 128
+    channels and 128 rows; else ``"direct"``."""
+    k = taps.shape[0]
+    if taps.device.type != "cpu" or taps.dtype not in (torch.float32, torch.float64) or k % _TILE:
+        return "direct"
+    least = _MIN_NESTED if k == _NESTED_TAPS else (_MIN_WINOGRAD_CHANNELS, _MIN_WINOGRAD_ROWS)
+    return "winograd" if taps.shape[1] >= least[0] and rows >= least[1] else "direct"
 
 
 def winograd_weight_grad_fits(inputs: torch.Tensor, kernel: int, rows: int) -> bool:
@@ -460,5 +561,7 @@ def row_conv(taps: torch.Tensor, rows: int, algorithm: str = "auto", scratch: Sc
     if algorithm == "auto":
         algorithm = auto_algorithm(taps, rows)
     if algorithm == "winograd":
+        if taps.shape[0] == _NESTED_TAPS:
+            return NestedWinogradRowConv(taps, rows, scratch)
         return WinogradRowConv(taps, rows, scratch)
     return DirectRowConv(taps, rows)
