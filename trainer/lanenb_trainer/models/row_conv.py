@@ -35,6 +35,7 @@ and ``outputs(buf)`` make the per-slice views once per sweep, ``conv(inputs[i])`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -99,6 +100,14 @@ _BT2 = _nested(_BT, _BT, _TILE)  # [25, 17]: a 17-row window at a step of 9 -> 5
 _A2 = _nested(_A, _A, _TILE)  # [25, 9]: a 9-row tile -> 5 x 5 points
 _AT2 = tuple(zip(*_A2))  # [9, 25]: 5 x 5 points -> 9 outputs
 _G2 = _nested(_G, _G, _TILE)  # [25, 9]: the 9 taps (as columns) -> 5 x 5 points
+
+
+@functools.lru_cache(maxsize=64)
+def _constant(values: tuple[tuple[float, ...], ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A transform matrix as a tensor, made once per dtype and device. Why cached: building one
+    from nested tuples took ~40 us, and a training step built 36 (issue 35: ~1.5 ms of a
+    ~51 ms step). Callers only read it (products, ``expand`` views)."""
+    return torch.tensor(values, dtype=dtype, device=device)
 
 
 def alloc_rows(rows: int, kernel: int) -> int:
@@ -223,8 +232,8 @@ class WinogradTiling:
 
     @staticmethod
     def _matrix(values: tuple[tuple[float, ...], ...], like: torch.Tensor) -> torch.Tensor:
-        """One of the transforms' constant matrices in ``like``'s dtype and device."""
-        return torch.tensor(values, dtype=like.dtype, device=like.device)
+        """One of the transforms' constant matrices in ``like``'s dtype and device (read only)."""
+        return _constant(values, like.dtype, like.device)
 
     def weight_grad(self, inputs: torch.Tensor, grads: torch.Tensor, scratch: Scratch | None = None) -> torch.Tensor:
         """dL/d taps ``[k, C_in, C_out]`` of a row convolution of this geometry over ``S``
@@ -298,7 +307,9 @@ class WinogradTiling:
         group, span, points = _TILE * _TILE, _TILE * (_WINDOW - 1) + _WINDOW, _WINDOW * _WINDOW
         n_out = rows_all - r_alloc + self.outputs_n  # through the last slice's last output
         groups = max(min((rows_all - pad) // group, (rows_all - span) // group + 1, -(-n_out // group)), 0)
-        du = scratch_or_new(scratch, "wgrad points", (points, c_in, c_out), x)
+        # The products come out [C_out, C_in] per point and the taps [C_out, C_in, k]: the conv
+        # weight's own layout, so autograd hands the gradient to the weight without a copy.
+        du = scratch_or_new(scratch, "wgrad points", (points, c_out, c_in), x)
         if groups:
             windows = x.as_strided((groups, span, c_in), (group * c_in, c_in, 1), x.storage_offset())
             d = scratch_or_new(scratch, "wgrad windows", (groups, points, c_in), x)
@@ -306,8 +317,9 @@ class WinogradTiling:
             tiles = g[pad:pad + group * groups].view(groups, group, c_out)
             m = scratch_or_new(scratch, "wgrad tiles", (groups, points, c_out), g)
             torch.bmm(self._matrix(_A2, g).expand(groups, points, group), tiles, out=m)
-            torch.bmm(d.transpose(0, 1).transpose(1, 2), m.transpose(0, 1), out=du)  # the 25 point products
-            grad = torch.mm(self._matrix(_G2, x).t(), du.view(points, c_in * c_out)).view(k, c_in, c_out)
+            torch.bmm(m.transpose(0, 1).transpose(1, 2), d.transpose(0, 1), out=du)  # the 25 point products
+            by_out = torch.mm(du.view(points, c_out * c_in).t(), self._matrix(_G2, x))  # [C_out C_in, k]
+            grad = by_out.view(c_out, c_in, k).permute(2, 1, 0)
         else:
             grad = x.new_zeros((k, c_in, c_out))
         rest = n_out - group * groups
