@@ -25,8 +25,9 @@ library convolutions on preallocated buffers:
   per module), not fresh memory that page-faults;
 * per slice, the forward is one row conv with the relu fused into it (direct slices) + one
   add into the items' rows only (the conv's outputs between items never reach the layout);
-  the relu outputs are kept for the backward, whose slice is one ``threshold_backward`` (relu'
-  * G on the items' rows) + one row conv-and-accumulate, on views made once per sweep.
+  the relu outputs are kept for the backward (float, about the size of the sweep's output),
+  whose slice is one ``threshold_backward`` (relu' * G on the items' rows) + one row
+  conv-and-accumulate, on views made once per sweep.
 
 Where the time goes (``bench/scnn_message_passing.py --isa avx2``, 2 threads, AMD EPYC with
 kernels limited to AVX2): at the quickstart's 4x128x16x40, ~61 ms against ~122 ms for the
@@ -142,8 +143,9 @@ def _sweep_forward(
 
     Returns each slice's ``relu(conv(...))`` items' rows ``[N, S, C]`` (None for the first
     slice, which has no conv): what the backward's relu' reads. Why keep the relu outputs and
-    not a mask: the relu runs inside the conv's library call and the per-slice forward is two
-    calls (conv, add), not four (conv, clamp into a buffer, zero its gaps, add)."""
+    not a uint8 mask (a quarter of the memory): the relu is part of the conv's call (fused into
+    oneDNN's on direct slices, in place on the fresh output otherwise), so the per-slice forward
+    is the conv and one add, not also a clamp into a buffer and the zeroing of its gaps."""
     length = src.shape[0]
     first = length - 1 if reverse else 0
     if dst is not src:

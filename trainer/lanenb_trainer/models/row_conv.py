@@ -436,6 +436,7 @@ class NestedWinogradRowConv(WinogradTiling):
         self.at = self._matrix(_AT2, taps).expand(self.groups, _NESTED_TAPS, points)
         self.d = scratch_or_new(scratch, "nested windows", (self.groups, points, c_in), taps)
         self.m = scratch_or_new(scratch, "nested products", (points, self.groups, c_out), taps)
+        self.d_by_point, self.m_by_group = self.d.transpose(0, 1), self.m.transpose(0, 1)  # views, made once
 
     def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         """Per slice, the overlapping 17-row windows at a step of 9 rows: ``[G, 17, C]`` views."""
@@ -453,8 +454,8 @@ class NestedWinogradRowConv(WinogradTiling):
     def _products(self, windows: torch.Tensor) -> torch.Tensor:
         """Input transform and the 25 point products: ``[G, 25, C_out]`` (a view of scratch)."""
         torch.bmm(self.bt, windows, out=self.d)
-        torch.bmm(self.d.transpose(0, 1), self.u, out=self.m)
-        return self.m.transpose(0, 1)
+        torch.bmm(self.d_by_point, self.u, out=self.m)
+        return self.m_by_group
 
     def __call__(self, windows: torch.Tensor) -> torch.Tensor:
         """The slice's outputs ``[R - k + 1, C_out]`` (fresh)."""
