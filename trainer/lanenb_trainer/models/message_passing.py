@@ -30,12 +30,13 @@ library convolutions on preallocated buffers:
   conv-and-accumulate, on views made once per sweep.
 
 Where the time goes (``bench/scnn_message_passing.py --isa avx2``, 2 threads, AMD EPYC with
-kernels limited to AVX2): at the quickstart's 4x128x16x40, ~61 ms against ~122 ms for the
-published loop and ~48 ms for the floor's four full-map convolutions: the per-slice
-convolutions ~55%, the four weight gradients ~20%, the per-slice transforms, elementwise ops
-and Python ~20%, building the packed weights and layout copies the rest. At VGG16-SCNN's
-4x128x36x100 ours takes about the floor's time (0.96-1.0x). Before the Winograd path and the packed
-weights it was ~0.32 s there: oneDNN reordered each slice's weight on every call.
+kernels limited to AVX2, issue 35): at the quickstart's 4x128x16x40, ~50 ms against ~121 ms
+for the published loop (2.4x) and ~48 ms for the floor's four full-map convolutions; in the
+profiler the per-slice point products take ~40%, the four weight gradients ~20%, the per-slice
+transforms ~15%, Python ~15%, the filter transforms, layout copies and elementwise ops the
+rest. At VGG16-SCNN's 4x128x36x100 ours takes ~0.20 s against ~0.62 s (2.8-3.1x) and 0.74x the
+floor's time. Before the nested form it was ~62 ms (1.9x) and ~0.26 s; before any Winograd
+path and packed weights ~0.32 s there (oneDNN reordered each slice's weight on every call).
 
 With ``algorithm="triton"`` each sweep's whole recurrence is one Triton kernel forward and
 one backward (:mod:`~lanenb_trainer.models.sweep_triton`, for the GPU, where the per-slice
