@@ -1,5 +1,6 @@
-"""The per-slice row convolution: nested Winograd F(3, 3) equals the direct convolution, the
-pre-packed oneDNN weight equals F.conv2d, and `auto` picks what the bench measured."""
+"""The per-slice row convolution: Winograd F(3, 3), one level and nested twice, equals the
+direct convolution, so do the weight gradients over all slices, the pre-packed oneDNN weight
+equals F.conv2d, and `auto` picks what the bench measured."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ slice reads the previous one's output), so its speed is the sweeps' speed, and t
 ways to compute it with one interface:
 
 * :class:`DirectRowConv`: one library convolution call per slice (oneDNN / cuDNN);
-* :class:`WinogradRowConv`: the nested Winograd / Toom-Cook algorithm F(3, 3) for kernels of
+* :class:`WinogradRowConv`: the Winograd / Toom-Cook algorithm F(3, 3), one level, for kernels of
   ``3 * s`` taps (SCNN's 9 = three 3-tap segments). Rows are cut into tiles of 3 outputs;
   each 5-row input window is transformed once (``B^T``, exact small integers) and serves all
   ``s`` segments, because a segment is 3 taps further along, exactly one tile. The channel
@@ -76,14 +76,13 @@ _BT = ((2, -1, -2, 1, 0),
        (0, 2, -1, -2, 1))
 
 
-
 def _nested(left: tuple[tuple[float, ...], ...], right: tuple[tuple[float, ...], ...],
             step: int) -> tuple[tuple[float, ...], ...]:
     """The Kronecker product of two transforms applied one after the other along one row
-    axis: ``out[(P, xi), step * q + r] += left[P][q] * right[xi][r]``. Why: the nested weight
-    gradient (:meth:`WinogradTiling.weight_grad`) transforms the rows twice, at a step of 3
-    (``right``, within a tile or window) and of 9 (``left``, across 3 of them); one product
-    with this matrix does both in one call."""
+    axis: ``out[(P, xi), step * q + r] += left[P][q] * right[xi][r]``. Why: the nested forms
+    (:class:`NestedWinogradRowConv`, the 9-tap :meth:`WinogradTiling.weight_grad`) transform
+    the rows twice, at a step of 3 (``right``, within a tile or window) and of 9 (``left``,
+    across 3 of them); one product with this matrix does both in one call."""
     cols = step * (len(left[0]) - 1) + len(right[0])
     out = [[0.0] * cols for _ in range(len(left) * len(right))]
     for big, left_row in enumerate(left):
@@ -331,7 +330,8 @@ class WinogradTiling:
 
 
 class WinogradRowConv(WinogradTiling):
-    """Nested Winograd F(3, 3) (see the module docstring) for ``k = 3 * s`` taps."""
+    """Winograd F(3, 3), one level, the segments sharing windows (see the module docstring),
+    for ``k = 3 * s`` taps."""
 
     def __init__(self, taps: torch.Tensor, rows: int, scratch: Scratch | None = None) -> None:
         """``taps``: ``[k, C_in, C_out]``; ``rows``: the slice's rows ``R``; ``scratch``: where
