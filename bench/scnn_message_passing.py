@@ -95,8 +95,8 @@ def relu_outputs() -> Iterator[list[torch.Tensor]]:
 
 
 def relu_flips(shape: list[int], kernel: int, seed: int, algorithm: str) -> tuple[int, int]:
-    """Relu inputs of our float32 forward (``algorithm``) on the other side of 0 than in
-    float64, and how many there are. Why: relu is continuous, so the output's float32 error
+    """``(flipped, all)``: the relu inputs of our float32 forward (``algorithm``) on the other
+    side of 0 than in float64, and all relu inputs. Why: relu is continuous, so the output's float32 error
     stays at rounding, but its gradient jumps by the whole incoming gradient wherever an input
     within rounding of 0 lands on the other side: one such input moves the gradients ~1e-3
     whichever implementation rounds it (summation order decides, seed by seed)."""

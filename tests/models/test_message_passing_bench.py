@@ -16,6 +16,14 @@ def test_default_shapes_are_the_quickstarts_and_vgg16s(mp_bench) -> None:
     assert sorted(mp_bench.SHAPES.values()) == [[4, 128, 16, 40], [4, 128, 36, 100]]
 
 
+def test_relu_flips_counts_every_relu_input_of_the_four_sweeps(mp_bench) -> None:
+    """[1, 4, 3, 5]: the vertical sweeps convolve 2 slices of 5 rows each, the horizontal ones
+    4 slices of 3, 4 channels: 2 * 2 * 5 * 4 + 2 * 4 * 3 * 4 = 176 relu inputs."""
+    flipped, total = mp_bench.relu_flips([1, 4, 3, 5], 9, 0, "direct")
+    assert total == 176 and 0 <= flipped <= total
+    assert mp_bench.message_passing._sweep_forward.__name__ == "_sweep_forward"  # unwrapped again
+
+
 def test_isa_reexec_only_when_the_environment_differs(mp_bench) -> None:
     env = {"PATH": "/bin"}
     argv = mp_bench.isa_reexec_argv("avx2", ["--isa", "avx2"], env)
