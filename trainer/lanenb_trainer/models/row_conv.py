@@ -27,10 +27,10 @@ and one-level forms run on weights packed into oneDNN's layout once per sweep (:
 All work on a zero-framed slice buffer ``[L, R_alloc, C]`` (``L`` slices; rows ``0..R-1``
 hold the data and its zero frame, plus up to eight zero rows so that the ``R - k + 1`` outputs
 fill whole tiles or groups and the rows are a multiple of 3, see :func:`alloc_rows`): ``inputs(buf)``
-and ``outputs(buf)`` make the per-slice views once per sweep, ``conv(inputs[i])`` returns
-``R - k + 1`` rows shaped like ``outputs(...)[j]``, and
-``conv.add_to(inputs[i], targets(buf)[j])`` accumulates them (the backward's
-``G[prev] += conv^T(...)``).
+and ``targets(buf)`` make the per-slice views once per sweep, ``conv(inputs[i])`` returns the
+``R - k + 1`` outputs, ``conv.relu(inputs[i])`` their relu as fresh rows (the forward's call;
+whole tiles or groups, so a few rows more), and ``conv.add_to(inputs[i], targets(buf)[j])``
+accumulates them (the backward's ``G[prev] += conv^T(...)``).
 """
 
 from __future__ import annotations
@@ -184,10 +184,6 @@ class DirectRowConv:
     def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         return _images(buf, 0, self.rows)
 
-    def outputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
-        pad = self.kernel // 2
-        return _images(buf, pad, self.rows - pad)
-
     def __call__(self, image: torch.Tensor) -> torch.Tensor:
         return self.conv(image)
 
@@ -198,7 +194,8 @@ class DirectRowConv:
 
     def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         """Per-slice views that :meth:`add_to` accumulates into (the output rows)."""
-        return self.outputs(buf)
+        pad = self.kernel // 2
+        return _images(buf, pad, self.rows - pad)
 
     def add_to(self, image: torch.Tensor, target: torch.Tensor) -> None:
         target.add_(self.conv(image))
@@ -329,7 +326,39 @@ class WinogradTiling:
         return grad
 
 
-class WinogradRowConv(WinogradTiling):
+class _WinogradConv(WinogradTiling):
+    """What both Winograd forms do once their ``_products`` has given the points before the
+    output transform: that transform (``self.at``, batched over tiles or groups) as one
+    product into fresh rows, through the relu, or summed into a target. Subclasses set ``at``
+    and ``c_out``."""
+
+    at: torch.Tensor
+    c_out: int
+
+    def _products(self, windows: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _rows(self, windows: torch.Tensor) -> torch.Tensor:
+        """All outputs of whole tiles or groups as fresh rows ``[rows, C_out]`` (a few rows
+        past the slice's outputs)."""
+        return torch.bmm(self.at, self._products(windows)).view(-1, self.c_out)
+
+    def __call__(self, windows: torch.Tensor) -> torch.Tensor:
+        """The slice's outputs ``[R - k + 1, C_out]`` (fresh)."""
+        return self._rows(windows)[:self.outputs_n]
+
+    def relu(self, windows: torch.Tensor) -> torch.Tensor:
+        """``relu(conv(windows))`` as fresh rows, whole tiles or groups (up to eight rows past the
+        outputs): the forward keeps it for the backward's relu'."""
+        return self._rows(windows).relu_()
+
+    def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
+        """``target += conv(windows)``, the output transform and the sum in one call (``target``
+        from the subclass's ``targets``: whole tiles or groups)."""
+        target.baddbmm_(self.at, self._products(windows))
+
+
+class WinogradRowConv(_WinogradConv):
     """Winograd F(3, 3), one level, the segments sharing windows (see the module docstring),
     for ``k = 3 * s`` taps."""
 
@@ -361,8 +390,6 @@ class WinogradRowConv(WinogradTiling):
         self.at = self._matrix(_AT, taps).expand(self.tiles, _TILE, _WINDOW)
         self.d = scratch_or_new(scratch, "winograd windows", (self.windows, _WINDOW, c_in), taps)
         self.d_image = self.d.view(1, 1, self.windows, _WINDOW * c_in).permute(0, 3, 1, 2)
-        self.y = scratch_or_new(scratch, "winograd outputs", (self.tiles, _TILE, c_out), taps)
-        self.y_rows = self.y.view(self.tiles * _TILE, c_out)[:self.outputs_n]
 
     def inputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         """Per slice, the overlapping 5-row windows at a step of 3 rows: ``[Q, 5, C]`` views."""
@@ -372,40 +399,22 @@ class WinogradRowConv(WinogradTiling):
         return buf.as_strided((length, self.windows, _WINDOW, c), (r_alloc * c, _TILE * c, c, 1),
                               buf.storage_offset()).unbind(0)
 
-    def outputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
-        pad = self.kernel // 2
-        return buf[:, pad:pad + self.outputs_n].unbind(0)
-
     def _products(self, windows: torch.Tensor) -> torch.Tensor:
         """Input transform and channel products: ``[T, 5, C_out]``, before the output transform."""
         torch.bmm(self.bt, windows, out=self.d)  # [Q, 5, C_in]: 5 transformed points per window
         m = self.conv(self.d_image)  # [1, 5 C_out, 1, T] channels-last
         return m.permute(0, 2, 3, 1).view(self.tiles, _WINDOW, self.c_out)
 
-    def __call__(self, windows: torch.Tensor) -> torch.Tensor:
-        """The slice's outputs, in a scratch buffer that the next call overwrites."""
-        torch.bmm(self.at, self._products(windows), out=self.y)
-        return self.y_rows
-
-    def relu(self, windows: torch.Tensor) -> torch.Tensor:
-        """``relu(conv(windows))`` as a fresh ``[3 T, C_out]`` row matrix (whole tiles: up to two
-        rows past the outputs): the forward keeps it for the backward's relu'."""
-        return torch.bmm(self.at, self._products(windows)).relu_().view(self.tiles * _TILE, self.c_out)
-
     def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         """Per-slice ``[T, 3, C]`` views of the output rows, whole tiles: up to two rows past
         the outputs, into the zero frame (:meth:`add_to` adds the extra outputs there; the
-        backward's gradient buffer ignores its frame rows, the relu' mask is 0 on them)."""
+        backward never reads its gradient buffer's frame rows)."""
         pad = self.kernel // 2
         length, _, c = buf.shape
         return buf[:, pad:pad + self.tiles * _TILE].view(length, self.tiles, _TILE, c).unbind(0)
 
-    def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
-        """``target += conv(windows)``, the output transform and the sum in one call."""
-        target.baddbmm_(self.at, self._products(windows))
 
-
-class NestedWinogradRowConv(WinogradTiling):
+class NestedWinogradRowConv(_WinogradConv):
     """Winograd F(3, 3) nested twice, for SCNN's 9 taps: 25 products per 9 outputs where the
     one-level form (:class:`WinogradRowConv`) needs 45 and the direct convolution 81.
 
@@ -447,24 +456,11 @@ class NestedWinogradRowConv(WinogradTiling):
         return buf.as_strided((length, self.groups, self.span, c), (r_alloc * c, _NESTED_TAPS * c, c, 1),
                               buf.storage_offset()).unbind(0)
 
-    def outputs(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
-        pad = self.kernel // 2
-        return buf[:, pad:pad + self.outputs_n].unbind(0)
-
     def _products(self, windows: torch.Tensor) -> torch.Tensor:
         """Input transform and the 25 point products: ``[G, 25, C_out]`` (a view of scratch)."""
         torch.bmm(self.bt, windows, out=self.d)
         torch.bmm(self.d_by_point, self.u, out=self.m)
         return self.m_by_group
-
-    def __call__(self, windows: torch.Tensor) -> torch.Tensor:
-        """The slice's outputs ``[R - k + 1, C_out]`` (fresh)."""
-        return torch.bmm(self.at, self._products(windows)).view(-1, self.c_out)[:self.outputs_n]
-
-    def relu(self, windows: torch.Tensor) -> torch.Tensor:
-        """``relu(conv(windows))`` as a fresh ``[9 G, C_out]`` row matrix (whole groups: up to
-        eight rows past the outputs): the forward keeps it for the backward's relu'."""
-        return torch.bmm(self.at, self._products(windows)).relu_().view(-1, self.c_out)
 
     def targets(self, buf: torch.Tensor) -> Sequence[torch.Tensor]:
         """Per-slice ``[G, 9, C]`` views of the output rows, whole groups: up to eight rows past
@@ -472,10 +468,6 @@ class NestedWinogradRowConv(WinogradTiling):
         pad = self.kernel // 2
         length, _, c = buf.shape
         return buf[:, pad:pad + self.groups * _NESTED_TAPS].view(length, self.groups, _NESTED_TAPS, c).unbind(0)
-
-    def add_to(self, windows: torch.Tensor, target: torch.Tensor) -> None:
-        """``target += conv(windows)``, the output transform and the sum in one call."""
-        target.baddbmm_(self.at, self._products(windows))
 
 
 def _nested_filter(g2: torch.Tensor, taps: torch.Tensor, scratch: Scratch | None) -> torch.Tensor:

@@ -1,5 +1,6 @@
-"""Reusable buffers for the message passing's temporaries (its relu outputs, its gradient
-buffers, the weight gradient's transformed windows and tiles).
+"""Reusable buffers for the message passing's temporaries (its ``relu' * G`` buffers, the
+Winograd forms' per-slice points and transformed filters, the weight gradient's transformed
+windows and tiles).
 
 Why: on the CPU every fresh multi-megabyte tensor is new memory from the system, and touching
 it page-faults once per 4 KiB page. At the quickstart's shape a training step's message passing
