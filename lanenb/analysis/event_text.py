@@ -82,12 +82,19 @@ def _log(ev: Event) -> str:
 def _preempted(ev: Event) -> str:
     ranks = ev.get("ranks") or []
     who = f"rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}" if ranks else "a rank"
-    return (f"preempted: {ev.get('signal') or 'SIGTERM'} to {who}; every rank stopped at step {ev.get('step')} "
-            f"({epoch_text(ev.get('epoch'))}) with a checkpoint written in {ev.get('checkpoint_s') or 0:.2f}s")
+    where = (f"every rank stopped at step {ev.get('step')} ({epoch_text(ev.get('epoch'))}) with a checkpoint "
+             f"written in {ev.get('checkpoint_s') or 0:.2f}s")
+    if ev.get("reason") == "suspended":
+        return f"suspended by the user: {where}"
+    return f"preempted: {ev.get('signal') or 'SIGTERM'} to {who}; {where}"
+
+
+_AFTER = {"suspended": "after a suspend", "cancelled": "after a cancel", "preempted": "after a preemption"}
 
 
 def _resumed(ev: Event) -> str:
-    how = "after a preemption" if ev.get("preempted") else "after an interruption"
+    how = (_AFTER.get(ev.get("after") or "preempted", "after a preemption") if ev.get("preempted")
+           else "after an interruption")
     lost = ev.get("steps_lost") or 0
     total = ev.get("steps_lost_total") or 0
     return (f"resumed ({ev.get('count')}x) {how} from step {ev.get('step')} ({epoch_text(ev.get('epoch'))}): "

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from lanenb.analysis.headline import LAST, figure
 from lanenb_trainer.errors import UserError
 
 
@@ -79,6 +80,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from lanenb_trainer.atomic import write_json
 
         write_json(out / "metrics.json", metrics)
+        scored = figure(LAST, metrics)
+        if scored is not None:
+            print(f"{args.split} accuracy {scored.accuracy:.4f} (lanes scored alone, as the run's headline)"
+                  + (f"; {scored.realtime}" if scored.realtime else ""))
         print(json.dumps(metrics))
     return 0
 

@@ -49,6 +49,10 @@ def _check_local(spec: TrainSpec) -> None:
                         "use gpus=0 locally or backend='kubernetes'")
 
 
+_LOCAL_FLAGS: tuple[Any, ...] = (
+    (("--oversubscribe",), dict(action="store_true", default=None,
+                                help="allow more ranks than this machine's cores (or GPUs); they share them")),
+)
 _K8S_FLAGS: tuple[Any, ...] = (
     (("--project", "-p"), dict(dest="runai_project", metavar="PROJECT",
                                help="RUN:AI project: namespace runai-PROJECT and the runai scheduler")),
@@ -82,7 +86,8 @@ _AZUREML_FLAGS: tuple[Any, ...] = (
 # generic registry, shared with lanenb.snapshots)
 _BUILTIN = (
     BackendDescriptor("local", "lanenb.backends.local:LocalBackend", summary="MPI ranks on this machine",
-                      check=_check_local,
+                      check=_check_local, options="lanenb.contract.local_options:LocalOptions",
+                      flags=_LOCAL_FLAGS,
                       capabilities=Capabilities(runs_here=True, snapshot_needs_pvc=False, suspend_resume=True)),
     BackendDescriptor("kubernetes", "lanenb.backends.kubernetes:KubernetesBackend",
                       summary="a Kubeflow MPIJob on a Kubernetes cluster",

@@ -203,11 +203,13 @@ def predict_video(model: Predictor, video: Path, out: Path, *, batch_size: int =
 
 def predict_split(model: Predictor, root: Path, split: str, out: Path, *, batch_size: int = 8,
                   draw: int = 20) -> tuple[list[dict], dict]:
-    """Predict a TuSimple split at its labels' rows; score with the official rules."""
+    """Predict a TuSimple split at its labels' rows; score it as the trainer scores its test
+    (``test_scores``: the lanes as the headline, the official 200 ms rule beside it), so the
+    same checkpoint on the same frames gives the same figure here and in the run's headline."""
     from lanenb_trainer.atomic import write_bytes
     from lanenb_trainer.data.labels import load_image
     from lanenb_trainer.data.splits import load_split
-    from lanenb_trainer.evaluation.lane_eval import evaluate
+    from lanenb_trainer.evaluation.lane_eval import test_scores
 
     try:
         records = load_split(root, split)
@@ -227,9 +229,7 @@ def predict_split(model: Predictor, root: Path, split: str, out: Path, *, batch_
             bar.update(len(chunk))
     finally:
         bar.close()
-    # LaneRecord ground truth is documented to work; evaluate's annotation says dicts only (trainer side)
-    result = evaluate(lines, records)  # type: ignore[arg-type]
-    return lines, result.summary()
+    return lines, test_scores(lines, records)
 
 
 def write_predictions(lines: Iterable[dict], path: Path) -> Path:

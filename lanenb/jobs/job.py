@@ -435,8 +435,6 @@ class Job:
         if old.state not in _RESUMABLE:
             raise JobStateError(f"job {self.name!r} is {old.state.value}: only a suspended or preempted job can be "
                                 f"resumed")
-        if changes:
-            self.backend.validate(spec, self.run_dir)
         claimed = JobStatus(JobState.RESTARTING, reason="resuming from the last checkpoint")
         if not self._registry.reopen(self.name, [s.value for s in _RESUMABLE], state=claimed.state.value,
                                      status=claimed.to_dict()):
@@ -465,7 +463,9 @@ class Job:
         holds redacted are taken from this process's environment (their values are never stored).
 
         Raises:
-            SpecError: an unknown setting, one the backend cannot change on resume, a bad value.
+            SpecError: an unknown setting, one the backend cannot change on resume, a bad value
+                (``processes`` above what the backend runs).
+            UserError: the backend's pre-submit check refuses the changed spec.
             JobStateError: a secret variable is not set in this process's environment.
         """
         fields = {f.name for f in dataclasses.fields(TrainSpec)}
@@ -486,7 +486,10 @@ class Job:
                     raise JobStateError(f"env {key!r} is a secret the registry keeps only as {REDACTED}: set it in "
                                         f"this process's environment (os.environ[{key!r}]) to resume here")
                 env[key] = os.environ[key]
-        return spec.replace(env=env, **changes) if env != spec.env or changes else spec
+        spec = spec.replace(env=env, **changes) if env != spec.env or changes else spec
+        if changes:  # what submit checks (e.g. ranks this machine can run), before anything stops
+            self.backend.validate(spec, self.run_dir)
+        return spec
 
     def describe(self) -> dict[str, Any]:
         """Everything known about the job, for debugging or a bug report.

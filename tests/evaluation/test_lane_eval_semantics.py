@@ -204,3 +204,21 @@ def test_runtime_rule_can_be_left_to_the_submission():
     assert evaluate(slow, gt).accuracy == 0.0  # official: too slow scores (0, 0, 1)
     lanes_only = evaluate(slow, gt, runtime_rule=False)
     assert lanes_only.accuracy == 1.0 and lanes_only.fp == 0.0 and lanes_only.fn == 0.0
+
+
+def test_the_test_figure_scores_the_lanes_and_says_the_official_200_ms_rule_beside_it():
+    """On a busy machine half the frames of a good model took over 200 ms and the headline read
+    0.47 for a model of 0.95: the headline is the lanes' score, the official rule is said beside it."""
+    from lanenb_trainer.evaluation.headline import LAST, figure
+    from lanenb_trainer.evaluation.lane_eval import test_scores
+
+    gts = [frame(f"f{i}", [vertical(500), vertical(800)]) for i in range(4)]
+    preds = [pred(f"f{i}", [vertical(500), vertical(800)], run_time=t) for i, t in enumerate([20, 250, 30, 400])]
+    scores = test_scores(preds, gts)
+    assert (scores["accuracy"], scores["fp"], scores["fn"], scores["frames"]) == (1.0, 0.0, 0.0, 4)
+    assert (scores["official_accuracy"], scores["official_fn"], scores["over_time_frames"]) == (0.5, 0.5, 2)
+    assert (scores["latency_ms_p50"], scores["latency_ms_p95"]) == (250.0, 400.0)
+    found = figure(LAST, scores, epoch=3)
+    assert found.realtime == "2/4 frames over the 200 ms real-time limit (median 250 ms); official score 0.5000"
+    assert figure(LAST, test_scores(preds[:1], gts[:1])).realtime == ""  # nothing over the limit: nothing to say
+    assert found.to_dict()["official_accuracy"] == 0.5 and found.to_dict()["over_time_frames"] == 2

@@ -29,6 +29,10 @@ def test_split_predictions_equal_the_trainers_test_evaluation(trained, tmp_path,
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     test = json.loads((run / "metrics.json").read_text())["test"]
     assert metrics["accuracy"] == pytest.approx(test["accuracy"]) and metrics["fn"] == pytest.approx(test["fn"])
+    # both score the lanes alone, with the official 200 ms rule beside (the machine's load changes only that)
+    for scored in (metrics, test):
+        assert {"official_accuracy", "over_time_frames", "latency_ms_p50"} <= set(scored)
+        assert scored["official_accuracy"] <= scored["accuracy"]
     assert len(list((tmp_path / "out" / "images").glob("*.png"))) == 6
     assert "run_time per frame p50" in capsys.readouterr().out
 

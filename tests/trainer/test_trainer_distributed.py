@@ -13,7 +13,9 @@ import pytest
 from ctrl_c import default_sigint
 from trainer_support import dump, engines, events_of, run_ranks, train_args
 
+from lanenb.analysis.event_text import event_text
 from lanenb_trainer import exitcodes
+from lanenb_trainer.stop_reason import CANCEL_NAME, SUSPEND_NAME
 
 pytestmark = pytest.mark.slow
 
@@ -135,7 +137,8 @@ def test_sigterm_to_one_rank_checkpoints_every_rank_and_resuming_ends_bit_identi
     assert not events_of(first, "error") and not events_of(first, "eval", rank=0)[1:]  # no test of a cut run
     (resumed,) = events_of(second, "resumed")
     assert resumed.data | {"t": 0} == {"count": 1, "step": 6, "epoch": 1, "reached": 6, "steps_lost": 0,
-                                       "steps_lost_total": 0, "preempted": True, "automatic": True, "t": 0}
+                                       "steps_lost_total": 0, "preempted": True, "automatic": True, "t": 0,
+                                       "after": "preempted"}
     assert events_of(second, "step", rank=0)[0]["step"] == 7  # mid-epoch: no step seen twice
     reference, end = events_of(lines, "end", rank=0)[0], events_of(second, "end", rank=0)[0]
     assert (end["status"], end["step"], end["epoch"]) == ("completed", reference["step"], reference["epoch"])
@@ -245,3 +248,32 @@ def test_fewer_eval_frames_than_ranks_does_not_hang(engine, tmp_path):
     vals = [e for e in events_of(lines, "eval", rank=0) if e["split"] == "val"]
     assert vals and vals[0]["frames"] == 1
     assert events_of(lines, "eval", rank=0)[-1]["frames"] == 1  # the test split's single frame
+
+
+@pytest.mark.parametrize("reason", ["cancelled", "suspended"])
+def test_a_stop_the_launcher_names_is_recorded_as_that_stop_not_as_a_preemption(reason, synth_root, tmp_path):
+    """The launcher writes why before it signals (``cancel.json``/``suspend.json``): the ranks
+    checkpoint as for a preemption, but their events say what the user did, and the resume says
+    "after a suspend", not "after a preemption"."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    marker = run_dir / {"cancelled": CANCEL_NAME, "suspended": SUSPEND_NAME}[reason]
+    marker.write_text("{}")
+    args = train_args(synth_root, run_dir, engine="ddp", run_id="lane-stop", **RUN)
+    code, first = run_ranks(2, args, extra_env={"LANENB_FAULT_RANK": "1", "LANENB_FAULT_STEP": "3",
+                                                "LANENB_FAULT_SIGNAL": "TERM"})
+    assert code == exitcodes.PREEMPTED, dump(first)
+    assert {e.rank: e["status"] for e in events_of(first, "end")} == {0: reason, 1: reason}
+    if reason == "cancelled":
+        assert events_of(first, "preempted") == []
+        assert any(e["message"].startswith("cancelled: every rank stopped at step 4") for e in events_of(first, "log"))
+    else:
+        (stopped,) = events_of(first, "preempted")
+        assert stopped["reason"] == "suspended"
+        assert event_text(stopped).startswith("suspended by the user: every rank stopped at step 4")
+    marker.unlink()  # what resume does
+    code, second = run_ranks(2, args)
+    assert code == 0, dump(second)
+    (resumed,) = events_of(second, "resumed")
+    assert (resumed["step"], resumed["after"], resumed["steps_lost"]) == (4, reason, 0)
+    assert {"cancelled": "after a cancel", "suspended": "after a suspend"}[reason] in event_text(resumed)

@@ -10,7 +10,7 @@ import torch
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.monitor import SystemMonitor
-from lanenb_trainer.recipe import lr_at, scnn_loss
+from lanenb_trainer.recipe import lr_at, scnn_loss, warmup_for
 
 
 def test_lr_warmup_poly_and_world_scaling():
@@ -116,3 +116,15 @@ def test_loss_is_weighted_cross_entropy_in_value_and_gradient():
     (grad,) = torch.autograd.grad(total, seg)  # the existence term does not reach seg
     assert s.item() == pytest.approx(ref.item(), rel=1e-6)
     assert torch.allclose(grad.double(), ref_grad, rtol=1e-5, atol=1e-7)
+
+
+def test_a_warm_up_longer_than_the_run_is_cut_to_a_fifth_so_the_run_reaches_its_rate():
+    """The docs' first command runs ~40 steps; with the default 50 warm-up steps its rate never
+    reached the target and it ended at test accuracy 0.00-0.37."""
+    cfg = TrainConfig(lr=0.01, warmup_steps=50, poly_power=0.9)
+    assert warmup_for(50, 40) == 8 and warmup_for(50, 1000) == 50 and warmup_for(0, 40) == 0 and warmup_for(5, 3) == 1
+    peak = max(lr_at(s, cfg, 2, 40) for s in range(40))
+    assert peak == pytest.approx(lr_at(7, cfg, 2, 40)) and peak > 0.8 * 0.02  # at its rate by step 8, then decays
+    long = TrainConfig(lr=0.01, warmup_steps=10)
+    assert [lr_at(s, long, 1, 1000) for s in range(12)] == [lr_at(s, long, 1, 1000) for s in range(12)]
+    assert lr_at(4, long, 1, 1000) == pytest.approx(0.005 * (1 - 4 / 1000) ** 0.9)  # long runs: unchanged

@@ -41,7 +41,7 @@ def save_atomic(obj: Any, path: str | os.PathLike) -> Path:
 def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, global_step: int,
                lr: float, best: dict | None, config: dict, world_size: int,
                rng_states: list | None = None, model_args: dict | None = None,
-               epoch_tallies: list | None = None, preempted: bool = False,
+               epoch_tallies: list | None = None, preempted: bool | str = False,
                rank_buffers: list | None = None, sizing: dict | None = None) -> dict[str, Any]:
     """The checkpoint's dict. ``sizing`` (training/resize.py) says what a run on another number of
     ranks needs: ``accumulation`` (micro-batches per optimizer step), ``global_batch`` (images per
@@ -65,7 +65,8 @@ def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, glob
         "rng_states": rng_states,  # torch RNG of every rank, in rank order
         # every rank's sums over the epoch so far [loss, steps, images, seconds], in rank order
         "epoch_tallies": epoch_tallies,
-        "preempted": preempted,  # written when a SIGTERM stopped the run at this step
+        # written when a SIGTERM stopped the run at this step: why (preempted, suspended, cancelled)
+        "preempted": preempted,
         "saved_at": time.time(),  # which checkpoint this is: a resume names it (training/attempts.py)
         # with ``preempted``: every rank's buffers {name: tensor} (they are averaged at epoch ends only)
         "rank_buffers": rank_buffers,

@@ -107,13 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _preempted_exit(trainer: Trainer, engine: Engine, monitor: SystemMonitor, t0: float) -> int:
-    """After the preemption checkpoint: ``end(status="preempted")``, then every rank leaves
+    """After the preemption checkpoint: ``end(status=...)`` with the stop's reason (``preempted``,
+    ``suspended`` or ``cancelled``: ``lanenb_trainer.stop_reason``), then every rank leaves
     together. The barrier comes after each rank's last event (and TensorBoard's last scalars)
     and rank 0's checkpoint: mpirun stops the whole world as soon as one rank exits non-zero,
     with a SIGTERM that from then on ends a rank at once (its work is saved; left to the
     preemption handler, a rank still tearing down would wait for mpirun's SIGKILL)."""
     monitor.stop()
-    trainer.emit("end", status="preempted", duration_s=round(time.time() - t0, 3), epoch=trainer.epoch,
+    trainer.emit("end", status=trainer.stop_reason, duration_s=round(time.time() - t0, 3), epoch=trainer.epoch,
                  step=trainer.global_step, lr=trainer.lr, best=trainer.best)
     trainer.emit.close()
     sys.stdout.flush()

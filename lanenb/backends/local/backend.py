@@ -53,12 +53,14 @@ from lanenb.backends.local.supervise import (
 from lanenb.contract.backend import Backend, JobStateError, LogChunk, LogLine, RunDirGoneError
 from lanenb.contract.redact import redact_chunk, redact_line
 from lanenb.contract.status import JobState, JobStatus
+from lanenb.errors import SpecError
 from lanenb.home import make_private_dir
 from lanenb.launch import procs, rankguard
 from lanenb.launch.mpirun import TRAINER_MODULE, build_mpirun_argv, find_mpirun, launch_env
 from lanenb_trainer import exitcodes
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import parse_config
+from lanenb_trainer.dataset_dirs import not_a_dataset
 from lanenb_trainer.events import parse_line
 
 if TYPE_CHECKING:
@@ -74,6 +76,11 @@ _SPAWNED: dict[int, subprocess.Popen] = {}
 JOB_MARKER_ENV = "LANENB_JOB_MARKER"  # a random value per job, in the environment of all its processes
 RANKS_TTL_S = 1.0  # how long a scan of a job's rank processes answers status() calls
 _RANKS_CACHE: dict[tuple[int, float], tuple[float, dict[str, str]]] = {}
+
+
+def _cores() -> int:
+    """CPU cores this process may run on (a container's or taskset's share, not the host's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -118,10 +125,34 @@ class LocalBackend(Backend):
         """GPUs if this machine has any (one rank per GPU: a rank computes on one GPU, so one
         per process is the most that helps), else its CPU cores."""
         gpus = local_gpu_count()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = _cores()
         if gpus:
             return {"processes": gpus, "gpus": gpus, "gpus_per_process": 1}
         return {"processes": cores, "gpus": 0, "gpus_per_process": 0}
+
+    def check_capacity(self, spec: TrainSpec) -> None:
+        """Refuse more ranks than this machine can run, before anything starts, with the fix in
+        one line: fewer ranks, ``--oversubscribe`` (the user's explicit yes), or a cluster.
+
+        The bound: with ``gpus >= 1`` per rank, the GPUs those ranks need; otherwise the CPU
+        cores (a CPU rank already uses several threads; two per core only slow both down).
+
+        Raises:
+            SpecError: ``processes`` is above the bound and ``local.oversubscribe`` is off.
+        """
+        options = spec.options("local")
+        if getattr(options, "oversubscribe", False):
+            return
+        if spec.gpus:
+            gpus = local_gpu_count()
+            most, what = gpus // spec.gpus, f"{gpus} GPU(s) at {spec.gpus} per rank"
+        else:
+            most, what = _cores(), f"{_cores()} CPU core(s)"
+        if spec.processes > most:
+            raise SpecError("processes", spec.processes,
+                            f"more ranks than this machine runs ({what}); use -np <= {max(1, most)} here "
+                            f"(processes={max(1, most)}), or --oversubscribe (local={{'oversubscribe': True}}), "
+                            f"or --backend kubernetes")
 
     def datasets(self, spec: TrainSpec | None = None) -> list[str]:
         return find_datasets()
@@ -149,7 +180,15 @@ class LocalBackend(Backend):
 
     # ---------------------------------------------------------------- Backend API
     def validate(self, spec: TrainSpec, run_dir: str | Path | None) -> None:
+        """The rank count against this machine, the trainer's own checks (flags, the dataset
+        folder exists), then whether that folder is a dataset. A program that is not the trainer
+        (``trainer_args=False``) reads no dataset."""
+        self.check_capacity(spec)
         self.launcher_argv(spec, run_dir or spec.run_dir or ".")
+        if self.use_trainer_args:
+            problem = not_a_dataset(spec.dataset)
+            if problem:
+                raise SpecError("dataset", spec.dataset, problem)
 
     def submit(self, spec: TrainSpec, run_dir: str | Path | None) -> dict[str, Any]:
         """Spawn the supervisor in a new session and return its handle; ``run_dir`` is required

@@ -70,6 +70,7 @@ from lanenb_trainer import exitcodes
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
 from lanenb_trainer.ranktag import tag_line
+from lanenb_trainer.stop_reason import CANCEL_NAME, SUSPEND_NAME
 
 LOG_NAME = "job.log"
 DIGEST_NAME = "job.digest"  # "<job.log offset after the line> <line>": what a late reader folds
@@ -78,8 +79,8 @@ DIGEST_KINDS = frozenset({"start", "epoch", "eval", "checkpoint", "end", "error"
 DIGEST_STEPS = 512  # step events kept per stride; the stride doubles after each 512
 _KIND = re.compile(r'"kind":\s*"(\w+)"')
 EXIT_NAME = "exit.json"
-CANCEL_NAME = "cancel.json"
-SUSPEND_NAME = "suspend.json"  # written by LocalBackend.suspend before its stop: the stop is a pause
+# cancel.json / suspend.json: written by LocalBackend.cancel / suspend before their stop; the
+# ranks read them to say why they stopped (lanenb_trainer.stop_reason)
 PIDS_NAME = "pids"  # folder: rank-<R>.json written by each rank's guard
 RESERVE_NAME = ".exit.reserve"  # space set aside at start so exit.json fits on a full disk
 SUPERVISOR_PREFIX = "[lanenb-supervisor] "

@@ -68,14 +68,17 @@ def _previous(run_dir: Path) -> dict[str, Any]:
 
 
 def record_resume(run_dir: Path, *, step: int, epoch: int, preempted: bool, automatic: bool,
-                  checkpoint: float | None = None, resized: dict[str, Any] | None = None) -> dict[str, Any]:
+                  checkpoint: float | None = None, resized: dict[str, Any] | None = None,
+                  reason: str | None = None) -> dict[str, Any]:
     """Rank 0, continuing from the checkpoint of global step ``step`` (written at time
     ``checkpoint``): count this resume, with the steps lost since that checkpoint (the progress
     mark minus ``step``), in ``resumes.json``; returns the ``resumed`` event's fields
     (docs/EVENTS.md). ``preempted``: the checkpoint was written for a preemption; a second
     resume from the same checkpoint follows another interruption (a rank killed before the
     next checkpoint), which is not called a preemption. ``resized``: the checkpoint was written by
-    another number of ranks (``resize.ResizePlan.describe``: from, to, accumulation, lr_rule)."""
+    another number of ranks (``resize.ResizePlan.describe``: from, to, accumulation, lr_rule).
+    ``reason``: why the checkpoint's stop happened (``stop_reason``: preempted, suspended,
+    cancelled), carried as ``after`` so a user's suspend is not read back as a preemption."""
     before = _previous(run_dir)
     history = before.get("history") or []
     if checkpoint is not None and history and history[-1].get("checkpoint") == checkpoint:
@@ -90,6 +93,7 @@ def record_resume(run_dir: Path, *, step: int, epoch: int, preempted: bool, auto
     write_json(run_dir / RESUMES_NAME, {"count": count, "steps_lost": total, "history": history})
     return {"count": count, "step": step, "epoch": epoch, "reached": reached, "steps_lost": lost,
             "steps_lost_total": total, "preempted": preempted, "automatic": automatic,
+            "after": (reason or "preempted") if preempted else None,
             **({"resized": resized} if resized else {})}  # only on a resize
 
 

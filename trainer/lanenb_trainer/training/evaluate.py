@@ -106,11 +106,12 @@ class Evaluator:
                 "fn": float(sums[2]) / frames, "frames": int(sums[3]), "loss": float(sums[4]) / frames, **latency}
 
     def test(self, model: torch.nn.Module, ds: Any, run_dir: Path, name: str = "test") -> dict[str, Any] | None:
-        """Predictions gathered on rank 0, written in TuSimple format (``predictions/<name>.json``),
-        scored with the exact evaluator and the official rules (this is the submission).
+        """Predictions gathered on rank 0, written in TuSimple format (``predictions/<name>.json``,
+        each frame's measured ``run_time``: the submission), scored with the exact evaluator:
+        the lanes alone as the headline, the official 200 ms rule beside it (``test_scores``).
         A collective; the scores on rank 0, None elsewhere."""
         from lanenb_trainer.evaluation.jsonl import write_json_lines
-        from lanenb_trainer.evaluation.lane_eval import evaluate
+        from lanenb_trainer.evaluation.lane_eval import test_scores
 
         preds, _, _ = self.predict(model, ds)
         gathered = self.engine.gather_objects(preds)
@@ -119,8 +120,7 @@ class Evaluator:
         by_index = dict(p for part in gathered for p in part)
         ordered = [by_index[i] for i in range(len(ds))]
         write_json_lines(run_dir / "predictions" / f"{name}.json", ordered)
-        res = evaluate(ordered, ds.records)
-        return {"accuracy": res.accuracy, "fp": res.fp, "fn": res.fn, "frames": len(ordered)}
+        return test_scores(ordered, ds.records)
 
     def test_best(self, model: torch.nn.Module, ds: Any, run_dir: Path) -> dict[str, Any] | None:
         """The test set scored with ``best.pt`` (model selection is for that model): rank 0's

@@ -12,6 +12,7 @@ per optimizer step (``accumulate.py``) or an LR rule.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -28,7 +29,8 @@ from lanenb_trainer.epochs import epoch_text
 from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import EventLog
 from lanenb_trainer.monitor import SystemMonitor
-from lanenb_trainer.recipe import lr_at, scnn_loss
+from lanenb_trainer.recipe import lr_at, scnn_loss, warmup_for
+from lanenb_trainer.stop_reason import CANCELLED, stop_reason
 from lanenb_trainer.tensorboard_log import open_sink
 from lanenb_trainer.training import build
 from lanenb_trainer.training.accumulate import Accumulator
@@ -234,7 +236,8 @@ class Trainer:
                                     "input_size": list(self.cfg.image_size)},
                         model=self.model, optimizer=self.optimizer, scaler=self.scaler, epoch=self.epoch,
                         step_in_epoch=self.step_in_epoch, global_step=self.global_step, lr=self.lr,
-                        best=self.best, is_best=best, emit=self.emit, tally=self.tally, preempted=preempted,
+                        best=self.best, is_best=best, emit=self.emit, tally=self.tally,
+                        preempted=self.stop_reason if preempted else False,
                         sizing={"accumulation": self.accumulation, "global_batch": self.global_batch,
                                 "lr_factor": self.lr_factor, "epoch_position": self.epoch_position,
                                 "images_done": self.images_done,
@@ -413,11 +416,17 @@ class Trainer:
         if point is not None:  # counted, with the steps this interruption cost (attempts.py)
             self.emit("resumed", **record_resume(self.run_dir, step=point.global_step, epoch=point.epoch,
                                                  preempted=point.preempted, automatic=point.automatic,
+                                                 reason=point.stop_reason,
                                                  checkpoint=point.saved_at,
                                                  resized=point.plan.describe() if point.plan and point.plan.resized
                                                  else None))
             return
         forget_resumes(self.run_dir)
+        warmup = warmup_for(cfg.warmup_steps, self.total_steps)
+        if warmup < cfg.warmup_steps:  # said once, where the user reads the run
+            self.emit.log(f"warm-up shortened to {warmup} step(s): --warmup-steps {cfg.warmup_steps} is more than a "
+                          f"fifth of this {self.total_steps}-step run (the learning rate would never reach "
+                          f"its target)")
         if self.progress is not None:
             self.progress.mark(0)  # a reused run dir: an earlier run's mark is not this run's progress
         write_json(self.run_dir / "config.json", {
@@ -468,18 +477,30 @@ class Trainer:
         return self._finish()
 
     def _preempted(self) -> None:
-        """The run stops for a SIGTERM after its checkpoint: rank 0 says where and how long it took."""
+        """The run stops for a SIGTERM after its checkpoint: rank 0 says where and how long it took,
+        and why (``stop_reason``): a preemption or the user's suspend is a ``preempted`` event
+        with its ``reason``; the user's cancel is no preemption, only a log line (and ``end``
+        says ``cancelled``)."""
         self.status = "preempted"
         if not self.primary or self.signalled is None:
             return
         times = [t for t in self.signalled if t is not None]
         names = [n for n in self.preemption.names if n]
+        if self.stop_reason == CANCELLED:
+            self.emit.log(f"cancelled: every rank stopped at step {self.global_step} with a checkpoint written in "
+                          f"{self.checkpoint_s:.2f}s")
+            return
         self.emit("preempted", epoch=self.epoch, step=self.global_step, epoch_step=self.step_in_epoch,
                   steps_per_epoch=self.steps_per_epoch, signal=names[0] if names else "SIGTERM",
                   ranks=[r for r, t in enumerate(self.signalled) if t is not None],
                   checkpoint_s=round(self.checkpoint_s, 3),
                   since_signal_s=round(time.time() - min(times), 3) if times else None,
-                  path=str(last_checkpoint(self.run_dir)))
+                  path=str(last_checkpoint(self.run_dir)), reason=self.stop_reason)
+
+    @functools.cached_property
+    def stop_reason(self) -> str:
+        """Why the ranks were signalled (``lanenb_trainer.stop_reason``), read once, when they stop."""
+        return stop_reason(self.run_dir)
 
     def _test_best(self, last_test: dict[str, Any] | None) -> dict[str, Any] | None:
         """The test with ``best.pt`` too: the same numbers when the last epoch was the best. Not

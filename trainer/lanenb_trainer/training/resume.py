@@ -27,6 +27,7 @@ from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.engines import Engine
 from lanenb_trainer.training.resize import ResizePlan, plan_resize, resize_seed
+from lanenb_trainer.stop_reason import PREEMPTED
 
 __all__ = ["RngState", "EpochTally", "ResumePoint", "resume_state", "read_resume_point", "load_training_state",
            "save_checkpoint", "last_checkpoint"]
@@ -89,6 +90,7 @@ class ResumePoint:
     tally: EpochTally | None = None  # this rank's sums over the epoch so far (None: not saved)
     buffers: dict[str, torch.Tensor] | None = None  # this rank's own buffers (preemption checkpoints)
     preempted: bool = False  # written when a SIGTERM stopped the run (training/preempt.py)
+    stop_reason: str | None = None  # why: preempted, suspended or cancelled (lanenb_trainer.stop_reason)
     automatic: bool = False  # taken without --resume: the run's own checkpoint (its --run-id)
     saved_at: float | None = None  # the checkpoint's write time: which one was resumed
     plan: ResizePlan | None = None  # how this run's size continues the checkpoint's (resize.py)
@@ -159,7 +161,15 @@ def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size:
     return ResumePoint(epoch=state["epoch"], step_in_epoch=state["step_in_epoch"],
                        global_step=state["global_step"], best=state["best"], lr=state["lr"],
                        rng=rng, state=state, tally=tally, preempted=bool(state.get("preempted")),
+                       stop_reason=_reason(state.get("preempted")),
                        automatic=automatic, buffers=buffers, saved_at=state.get("saved_at"), plan=plan)
+
+
+def _reason(preempted: Any) -> str | None:
+    """The checkpoint's ``preempted``: the stop's reason (a word), ``True`` from older files, or no stop."""
+    if isinstance(preempted, str):
+        return preempted
+    return PREEMPTED if preempted else None
 
 
 def _pooled_tally(tallies: list[Any], rank: int) -> EpochTally | None:
@@ -197,7 +207,7 @@ def save_checkpoint(*, engine: Engine, run_dir: Path, cfg: TrainConfig, model_ar
                     scaler: torch.amp.GradScaler | None, epoch: int, step_in_epoch: int, global_step: int,
                     lr: float, best: dict[str, Any] | None, is_best: bool,
                     emit: Callable[..., None], tally: EpochTally | None = None,
-                    preempted: bool = False, sizing: dict[str, Any] | None = None) -> None:
+                    preempted: bool | str = False, sizing: dict[str, Any] | None = None) -> None:
     """Write ``last.pt`` (and ``best.pt`` when ``is_best``) on rank 0, with a ``checkpoint`` event
     each. A collective: every rank sends its RNG state and its ``tally`` of the epoch so far,
     so every rank must call it. ``preempted``: a SIGTERM stopped the run here, between two

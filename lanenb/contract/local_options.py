@@ -1,0 +1,50 @@
+"""``LocalOptions``: what only the local backend reads.
+
+One option today: ``oversubscribe``, the user's explicit "yes, more ranks than this machine has
+cores (or GPUs)". Without it the local backend refuses such a run before anything starts: a
+new user's ``-np 999`` on a laptop must not start 999 Python processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lanenb.contract.fields import coerce_bool, reject_unknown
+from lanenb.errors import SpecError
+
+__all__ = ["LocalOptions"]
+
+
+@dataclass
+class LocalOptions:
+    """Options only the local backend reads.
+
+    Args:
+        oversubscribe: allow more ranks than the machine's capacity (its GPUs, else its CPU
+            cores); they share the cores and each runs slower. Off: such a run is refused.
+
+    Raises:
+        SpecError: a bad option; the message names it as ``local.<option>``.
+    """
+
+    oversubscribe: bool = False
+
+    def __post_init__(self) -> None:
+        self.oversubscribe = coerce_bool("local.oversubscribe", self.oversubscribe)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | LocalOptions | None) -> LocalOptions:
+        if data is None:
+            return cls()
+        if isinstance(data, LocalOptions):
+            return data
+        if not isinstance(data, Mapping):
+            raise SpecError("local", data, "must be a LocalOptions or a dict of its fields")
+        reject_unknown(cls, data, "local", "unknown option(s); known")
+        return cls(**data)

@@ -1,0 +1,31 @@
+"""Why a SIGTERM reached the ranks: a preemption, the user's suspend, or the user's cancel.
+
+To a rank every stop is the same signal (``training/preempt.py``: checkpoint at the next step
+boundary, then leave). Who sent it is known only to the launcher, which writes its reason into the
+run directory *before* it signals: ``cancel.json`` (``Job.cancel``) or ``suspend.json``
+(``Job.suspend``). Rank 0 reads it once the ranks have agreed to stop, so the events say what
+happened ("cancelled", "suspended") instead of calling every stop a preemption. Without a file
+(Kubernetes evicting a pod, a spot VM going away) the stop is a preemption.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["CANCEL_NAME", "SUSPEND_NAME", "PREEMPTED", "SUSPENDED", "CANCELLED", "REASONS", "stop_reason"]
+
+CANCEL_NAME = "cancel.json"  # written by the launcher's cancel before it signals the ranks
+SUSPEND_NAME = "suspend.json"  # written by the launcher's suspend before it signals: the stop is a pause
+PREEMPTED, SUSPENDED, CANCELLED = "preempted", "suspended", "cancelled"
+REASONS = (PREEMPTED, SUSPENDED, CANCELLED)
+
+
+def stop_reason(run_dir: str | os.PathLike[str]) -> str:
+    """``cancelled``, ``suspended`` or ``preempted`` (no word from the launcher)."""
+    run = Path(run_dir)
+    if (run / CANCEL_NAME).exists():
+        return CANCELLED
+    if (run / SUSPEND_NAME).exists():
+        return SUSPENDED
+    return PREEMPTED
