@@ -4,18 +4,24 @@ Every control maps to a ``TrainSpec`` field; after each change the panel runs
 ``lanenb.contract.validate`` (the same checks the magic and the CLI hit) and disables Launch with
 every problem listed. Bounds come from the backend (``Backend.capacity``: this machine's GPUs
 or cores, the cluster's allocatable ``nvidia.com/gpu``, an AzureML compute cluster's nodes x its
-VM's GPUs), datasets from ``Backend.datasets`` (folders under the data roots, PVCs in the namespace).
+VM's GPUs), datasets from ``Backend.datasets`` (folders under the data roots, PVCs in the namespace),
+every default from ``TrainSpec`` (whose trainer settings default as ``TrainConfig``), so the form
+starts where ``%lanetrain`` and ``lanenb train`` start.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import os
 import shlex
 import threading
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
+from lanenb.backends.local.discovery import summarize_dataset
 from lanenb.charts import vocabulary
 from lanenb.contract.backends import descriptors
 from lanenb.contract.spec import BACKBONES, ENGINES
@@ -32,6 +38,35 @@ __all__ = ["TrainPanel"]
 PVC_MOUNT = "/mnt/data"  # where the chosen PVC is mounted in every rank
 
 
+def _wide() -> widgets.Layout:
+    """A new wide layout. Never share one between controls: a ``Layout`` is one model, so hiding
+    one control that holds it (``layout.display``) hides every other."""
+    return widgets.Layout(width="460px")
+
+
+def _spec_defaults() -> dict[str, Any]:
+    """``TrainSpec``'s field defaults (``dataset`` has none): the one place the form's defaults
+    come from, so the panel, the magic and the CLI cannot drift apart."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(TrainSpec):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _dataset_label(dataset: str, local: bool) -> str:
+    """How the dataset picker names ``dataset``: a local folder as its path (relative to the
+    current folder when below it) with its layout and frames per split; anything else (a PVC,
+    a data reference) as it is, since only the cluster could look inside."""
+    if not local:
+        return dataset
+    shown = os.path.relpath(dataset) if dataset.startswith(os.getcwd() + os.sep) else dataset
+    summary = summarize_dataset(dataset)
+    return f"{shown} — {summary}" if summary else shown
+
+
 class TrainPanel(widgets.VBox):
     """Pick dataset, backend, ranks, GPUs, batch size, epochs, engine and backbone; Launch / Stop.
 
@@ -39,11 +74,17 @@ class TrainPanel(widgets.VBox):
     every change, so Launch is only enabled for a spec that ``submit`` would accept; the launched
     job is shown below the form in a ``JobView`` and is in ``panel.job``.
 
+    The dataset picker (``panel.found``) lists what the backend finds, each local folder with its
+    layout and frames per split; picking one fills the dataset box (``panel.dataset``), which also
+    takes any other folder and is what the job gets.
+
     Args:
         backend: initial backend (``local``, ``kubernetes``, ``azureml``).
-        dataset: initial dataset path (local), PVC name (Kubernetes) or data reference (AzureML).
+        dataset: initial dataset path (local), PVC name (Kubernetes) or data reference (AzureML);
+            None: the first dataset the backend finds.
         namespace: Kubernetes namespace for PVCs and jobs.
-        **defaults: other initial ``TrainSpec`` fields (``processes``, ``batch_size``, ...);
+        **defaults: other initial ``TrainSpec`` fields (``processes``, ``batch_size``, ...; those
+            not given start at ``TrainSpec``'s defaults, processes and GPUs clamped to the backend);
             backend option sections (``backend_options=``, or a section as its own keyword) also
             reach the backend's capacity question (e.g. ``azureml={"compute": "gpu-cluster"}``:
             the cluster whose nodes bound the form). Each backend with flags gets its own
@@ -61,31 +102,36 @@ class TrainPanel(widgets.VBox):
         self._local = True  # the backend runs jobs on this machine (set by _on_backend)
         self._volumes = False  # the backend's datasets are PVCs the form mounts (set by _on_backend)
         self._lock = threading.Lock()
+        self._syncing = False  # the picker's options are being replaced: its changes are not picks
         style = {"description_width": "110px"}
-        wide = widgets.Layout(width="460px")
+        initial = _spec_defaults()
+
+        def pick(name: str) -> Any:
+            return defaults.pop(name, initial[name])
+
         self.backend = widgets.Dropdown(options=available_backends(), value=backend, description="backend",
                                         style=style)
+        self.found = widgets.Dropdown(options=[], value=None, description="found", style=style, layout=_wide())
         self.dataset = widgets.Combobox(value=dataset or "", options=[], placeholder="dataset folder",
-                                        description="dataset", ensure_option=False, style=style, layout=wide)
+                                        description="dataset", ensure_option=False, style=style, layout=_wide())
         self.subpath = widgets.Text(value="", placeholder="folder inside the PVC, e.g. tusimple",
-                                    description="path in PVC", style=style, layout=wide)
+                                    description="path in PVC", style=style, layout=_wide())
         self.namespace = widgets.Text(value=namespace, description="namespace", style=style)
-        self.image = widgets.Text(value=defaults.pop("image", "") or "", placeholder="registry/lanenb-trainer:tag",
-                                  description="image", style=style, layout=wide)
-        self.processes = widgets.IntSlider(value=int(defaults.pop("processes", 2)), min=1, max=2,
-                                           description="processes", style=style)
-        self.gpus = widgets.IntSlider(value=int(defaults.pop("gpus", 0)), min=0, max=0, description="GPUs/process",
-                                      style=style)
-        self.batch_size = widgets.IntText(value=int(defaults.pop("batch_size", 8)), description="batch/rank",
-                                          style=style)
+        self.image = widgets.Text(value=pick("image") or "", placeholder="registry/lanenb-trainer:tag",
+                                  description="image", style=style, layout=_wide())
+        # max = the value for now: _on_backend lowers it to the backend's capacity, which clamps
+        processes, gpus = int(pick("processes")), int(pick("gpus"))
+        self.processes = widgets.IntSlider(value=processes, min=1, max=max(1, processes), description="processes",
+                                           style=style)
+        self.gpus = widgets.IntSlider(value=gpus, min=0, max=max(0, gpus), description="GPUs/process", style=style)
+        self.batch_size = widgets.IntText(value=int(pick("batch_size")), description="batch/rank", style=style)
         self.global_batch = widgets.Label()
-        self.epochs = widgets.IntText(value=int(defaults.pop("epochs", 1)), description="epochs", style=style)
-        self.engine = widgets.Dropdown(options=ENGINES, value=defaults.pop("engine", "auto"), description="engine",
-                                       style=style)
-        self.backbone = widgets.Dropdown(options=BACKBONES, value=defaults.pop("backbone", "small"),
-                                         description="backbone", style=style)
-        self.extra = widgets.Text(value=" ".join(defaults.pop("extra_args", [])), description="trainer flags",
-                                  placeholder="--img-height 128 --img-width 320", style=style, layout=wide)
+        self.epochs = widgets.IntText(value=int(pick("epochs")), description="epochs", style=style)
+        self.engine = widgets.Dropdown(options=ENGINES, value=pick("engine"), description="engine", style=style)
+        self.backbone = widgets.Dropdown(options=BACKBONES, value=pick("backbone"), description="backbone",
+                                         style=style)
+        self.extra = widgets.Text(value=" ".join(pick("extra_args")), description="trainer flags",
+                                  placeholder="--img-height 128 --img-width 320", style=style, layout=_wide())
         self._defaults = TrainSpec.fold_sections(defaults)
         self.sections = self._option_sections(style)
         self.launch = widgets.Button(description="Launch", button_style="primary", icon="play")
@@ -97,12 +143,14 @@ class TrainPanel(widgets.VBox):
         self._k8s_row = widgets.VBox([self.subpath, self.namespace, self.image])
         super().__init__(children=[
             widgets.HTML("<b>Train SCNN</b>"),
-            self.backend, self.dataset, self._k8s_row, *self.sections.values(),
+            self.backend, self.found, self.dataset, self._k8s_row, *self.sections.values(),
             widgets.HBox([self.processes, self.gpus]), widgets.HBox([self.batch_size, self.global_batch]),
             self.epochs, widgets.HBox([self.engine, self.backbone]), self.extra,
             widgets.HBox([self.launch, self.stop]), self.message, self.output,
         ])
         self.backend.observe(self._on_backend, names="value")
+        self.found.observe(self._on_found, names="value")
+        self.dataset.observe(self._on_dataset, names="value")
         for control in (self.dataset, self.subpath, self.namespace, self.image, self.processes, self.gpus,
                         self.batch_size, self.epochs, self.engine, self.backbone, self.extra,
                         *(c for box in self.sections.values() for c in box.children)):
@@ -145,11 +193,13 @@ class TrainPanel(widgets.VBox):
             probe = None if self._local else TrainSpec(dataset="/", backend=name, namespace=self.namespace.value
                                                             or "default", backend_options=options)
             cap = backend.capacity(probe)
-            self.dataset.options = tuple(backend.datasets(probe))
+            found = list(backend.datasets(probe))
         except Exception as exc:  # an unreachable cluster: say so, keep the form usable
             cap = {"processes": 64, "gpus": 0, "gpus_per_process": 0}
+            found = []
             note = f"cannot ask the {name} backend for its capacity and datasets: {exc}"
         self.capacity = cap
+        self._offer(found)
         self._k8s_row.layout.display = "none" if self._local else ""
         for owner, box in self.sections.items():
             box.layout.display = "" if owner == name else "none"
@@ -161,6 +211,50 @@ class TrainPanel(widgets.VBox):
         self.subpath.layout.display = "" if self._volumes else "none"
         self.namespace.layout.display = "" if self._volumes else "none"
         self.check(note)
+
+    def _offer(self, found: list[str]) -> None:
+        """Show the backend's datasets in the picker. A dataset box that is empty or holds the
+        previous backend's offer (not a path the user typed) moves to the first one found, so
+        ``TrainPanel()`` can launch without a keystroke when there is a dataset."""
+        before = set(self.dataset.options)
+        current = self.dataset.value.strip()
+        self._syncing = True
+        try:
+            self.found.options = [(_dataset_label(d, self._local), d) for d in found]
+            self.dataset.options = tuple(found)
+            if (not current or current in before) and current not in found:
+                self.dataset.value = found[0] if found else ""
+            self.found.value = self._offered(self.dataset.value)
+        finally:
+            self._syncing = False
+        self.found.layout.display = "" if found else "none"  # nothing to pick: the box alone
+
+    def _offered(self, value: str) -> str | None:
+        """The picker's entry for what the box holds (a local path in any spelling), else None."""
+        value = value.strip()
+        offered = self.dataset.options
+        if value in offered or not value:
+            return value or None
+        if self._local:
+            resolved = str(Path(value).expanduser().resolve())
+            if resolved in offered:
+                return resolved
+        return None
+
+    def _on_found(self, change: Any) -> None:
+        """A pick fills the dataset box (the box is what the job gets)."""
+        if not self._syncing and change["new"] is not None:
+            self.dataset.value = change["new"]
+
+    def _on_dataset(self, change: Any) -> None:
+        """The picker follows the box: its entry when the box holds one, blank for another folder.
+        Quietly: following a typed ``data/synth`` must not rewrite the box to the absolute path."""
+        if not self._syncing:
+            self._syncing = True
+            try:
+                self.found.value = self._offered(change["new"])
+            finally:
+                self._syncing = False
 
     def spec_fields(self) -> dict[str, Any]:
         """The ``TrainSpec`` fields the form describes now (unchecked), e.g. to copy into code.

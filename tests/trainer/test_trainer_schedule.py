@@ -128,3 +128,17 @@ def test_a_warm_up_longer_than_the_run_is_cut_to_a_fifth_so_the_run_reaches_its_
     long = TrainConfig(lr=0.01, warmup_steps=10)
     assert [lr_at(s, long, 1, 1000) for s in range(12)] == [lr_at(s, long, 1, 1000) for s in range(12)]
     assert lr_at(4, long, 1, 1000) == pytest.approx(0.005 * (1 - 4 / 1000) ** 0.9)  # long runs: unchanged
+
+
+def test_a_run_shorter_than_the_system_interval_still_has_a_reading_at_start_and_at_stop():
+    import time
+
+    seen = []
+    mon = SystemMonitor(lambda kind, rank, **f: seen.append((kind, rank, f)), 1, interval=30.0).start()
+    time.sleep(0.8)  # past the first reading, far from the interval
+    assert [k for k, _, _ in seen] == ["system"]
+    mon.stop()
+    assert [k for k, _, _ in seen] == ["system", "system"] and seen[-1][2]["rss_mb"] > 10
+    quick = []
+    SystemMonitor(lambda kind, rank, **f: quick.append(kind), 0, interval=30.0).start().stop()
+    assert quick == ["system"]  # stopped before the first reading: the stop's reading still comes

@@ -3,6 +3,10 @@
 CPU and resident memory come from psutil on every rank; GPU utilisation, memory and
 temperature come from NVML (``nvidia-ml-py``) when the rank runs on a GPU. A daemon thread
 so a crashed rank never waits for it.
+
+Besides every ``interval``, each rank reads once shortly after it starts and once when it stops:
+a run shorter than the interval (a 2 s smoke run) used to record no ``system`` event from any
+rank, and its CPU and memory charts stayed empty.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
+
+FIRST_SAMPLE_S = 0.5  # the first reading, soon after the start (psutil's CPU share needs a span to measure)
 
 
 class SystemMonitor:
@@ -68,11 +74,17 @@ class SystemMonitor:
         self._init_nvml()
         self._proc.cpu_percent(None)  # prime: the first reading is always 0
         psutil.cpu_percent(None)
-        while not self._stop.wait(self.interval):
-            try:
-                self._emit("system", self.rank, **self.sample())
-            except Exception:
-                pass
+        if not self._stop.wait(min(self.interval, FIRST_SAMPLE_S)):
+            self._reading()
+            while not self._stop.wait(self.interval):
+                self._reading()
+        self._reading()  # at the stop: the run's last reading, whatever its length
+
+    def _reading(self) -> None:
+        try:
+            self._emit("system", self.rank, **self.sample())
+        except Exception:  # a closed stream at teardown, a vanished GPU: never the rank's problem
+            pass
 
     def start(self) -> SystemMonitor:
         self._thread = threading.Thread(target=self._run, name="lanenb-system-monitor", daemon=True)

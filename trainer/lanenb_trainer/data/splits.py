@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .labels import LaneRecord, Problem, read_label_file
 
-__all__ = ["SPLITS", "find_label_files", "load_split"]
+__all__ = ["SPLITS", "find_label_files", "holdout_count", "load_split"]
 
 SPLITS = ("train", "val", "test")
 
@@ -28,10 +28,18 @@ def find_label_files(root: str | os.PathLike) -> dict[str, list[Path]]:
     return {"train": train, "val": val, "test": test}
 
 
+def holdout_count(frames: int, fraction: float) -> int:
+    """How many of ``frames`` training frames are held out for validation (without
+    ``val_label.json``): at least one when there are two or more and ``fraction > 0``."""
+    if frames <= 1 or fraction <= 0:
+        return 0
+    return max(1, round(fraction * frames))
+
+
 def _holdout(records: list[LaneRecord], fraction: float) -> set[str]:
-    if not records or fraction <= 0:
+    k = holdout_count(len(records), fraction)
+    if not k:
         return set()
-    k = max(1, round(fraction * len(records))) if len(records) > 1 else 0
     ranked = sorted(records, key=lambda r: (zlib.crc32(r.raw_file.encode()), r.raw_file))
     return {r.raw_file for r in ranked[:k]}
 
