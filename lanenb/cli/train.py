@@ -15,10 +15,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from lanenb.analysis.event_text import event_text
-from lanenb.commands.arguments import add_job_arguments, add_run_arguments, check_run_flags, spec_from_args
+from lanenb.commands.arguments import (
+    add_job_arguments,
+    add_run_arguments,
+    check_run_flags,
+    flag_words,
+    spec_from_args,
+)
 from lanenb.commands.launch import dry_run_text, metrics_text
 from lanenb.contract.spec import TrainSpec
-from lanenb.errors import UserError
+from lanenb.errors import SpecError, UserError
 from lanenb.launch.lines import LogLine
 from lanenb.launch.mpirun import LaunchError, launch_env, run_local
 from lanenb_trainer.config import TrainConfig
@@ -214,7 +220,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise UserError(f"--detach and {'--wait' if args.wait else '--dry-run'} exclude each other")
         spec = resolve(args)
         if args.dry_run:
-            text, problems = dry_run_text(spec)
+            text, problems = dry_run_text(spec, args)
             print(text, flush=True)
             return 1 if problems else 0
         if spec.backend == "local" and not (args.detach or args.wait) and not spec.run_dir:
@@ -227,6 +233,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     try:
         job = submit(spec)
+    except SpecError as exc:  # the backend's refusal (-np above the cores): in the flags' words
+        print(f"lanenb train: error: {flag_words(exc, args)}", file=sys.stderr)
+        return 2
     except UserError as exc:
         print(f"lanenb train: error: {exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,7 +25,8 @@ from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
 from lanenb_trainer.flags import to_flags
 
 __all__ = ["add_job_arguments", "job_flags", "add_run_arguments", "check_run_flags", "spec_from_args",
-           "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS", "RUN_FLAGS"]
+           "spec_fields_from_args", "runai_fields", "SPEC_TRAINER_FIELDS", "RUN_FLAGS", "FlagError",
+           "flag_words", "in_flag_words"]
 
 # the defaults --help names: TrainSpec's, which are the trainer's (one default each)
 _JOB = {f.name: f.default for f in dataclasses.fields(TrainSpec)}
@@ -194,6 +196,42 @@ def spec_fields_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParse
     return fields
 
 
+class FlagError(SpecError):
+    """A ``SpecError`` worded with the flag the user typed (``--batch-size 0: must be >= 1``)
+    instead of the field it fills (``batch_size=0``): at a magic or a console nobody typed the
+    field's name. ``field`` and ``value`` stay the field's, for code that reads them."""
+
+    def __init__(self, text: str, exc: SpecError) -> None:
+        UserError.__init__(self, text)
+        self.field, self.value = exc.field, exc.value
+
+
+def _flag_of(dest: str) -> str | None:
+    """The flag a user types for ``dest`` (its first long spelling), or None for no flag."""
+    for flags, kw in job_flags():
+        if (kw.get("dest") or flags[0].lstrip("-").replace("-", "_")) == dest:
+            return next((f for f in flags if f.startswith("--")), flags[0])
+    return None
+
+
+def in_flag_words(field: str, value: Any, message: str, ns: argparse.Namespace | None) -> str:
+    """``message`` (``"<field>=<value!r>: problem"``) with the flag the user typed in front, when
+    the value came from a flag on the line; otherwise unchanged (a YAML body, a default)."""
+    typed = getattr(ns, field, None) if ns is not None else None
+    flag = _flag_of(field) if typed is not None else None
+    prefix = f"{field}={value!r}: "
+    if flag is None or not message.startswith(prefix):
+        return message
+    shown = shlex.join(map(str, typed)) if isinstance(typed, (list, tuple)) else shlex.quote(str(typed))
+    return f"{flag} {shown}: {message[len(prefix):]}"
+
+
+def flag_words(exc: SpecError, ns: argparse.Namespace | None) -> SpecError:
+    """``exc`` worded with the flag the user typed (``FlagError``), or ``exc`` itself."""
+    text = in_flag_words(exc.field, exc.value, str(exc), ns)
+    return exc if text == str(exc) else FlagError(text, exc)
+
+
 def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
                    base: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> TrainSpec:
     """Build the spec: ``base`` (e.g. a ``%%lanetrain`` YAML body), then the given flags, then
@@ -232,4 +270,4 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
         if exc.field in from_env:  # name what the user typed: the variable, not the field
             raise SpecError(f"environment variable {from_env[exc.field]}", exc.value,
                             str(exc).split(": ", 1)[-1]) from None
-        raise
+        raise flag_words(exc, ns) from None

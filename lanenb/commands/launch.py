@@ -3,18 +3,21 @@ say the same: the ``--dry-run`` report and the final line of a ``--wait``."""
 
 from __future__ import annotations
 
+import argparse
 import shlex
 from typing import Any
 
 from lanenb.analysis.headline import from_metrics
+from lanenb.commands.arguments import in_flag_words
 from lanenb.contract.spec import TrainSpec
 from lanenb.jobs import Job, get_backend, validate
 
 __all__ = ["dry_run_text", "metrics_text"]
 
 
-def dry_run_text(spec: TrainSpec) -> tuple[str, int]:
-    """The validated spec, every problem, and what would run; nothing starts.
+def dry_run_text(spec: TrainSpec, ns: argparse.Namespace | None = None) -> tuple[str, int]:
+    """The validated spec, every problem, and what would run; nothing starts. ``ns``: the parsed
+    flags, so a problem names the flag the user typed (``--processes 999: ...``).
 
     Returns:
         ``(text, problems)``: the report (the MPIJob YAML for a backend that renders one, the
@@ -26,7 +29,7 @@ def dry_run_text(spec: TrainSpec) -> tuple[str, int]:
                f"global batch {spec.global_batch}, {spec.epochs} epoch(s), engine {spec.engine}, "
                f"backbone {spec.backbone}, backend {spec.backend}")
     lines = [summary]
-    lines += [f"problem: {problem}" for problem in problems]
+    lines += [f"problem: {in_flag_words(p.field, p.value, str(p), ns)}" for p in problems]
     backend: Any = get_backend(spec.backend)
     if hasattr(backend, "render"):
         lines.append(backend.render(spec))

@@ -23,10 +23,16 @@ from IPython.utils.text import DollarFormatter
 
 from lanenb.analysis.runstate import format_duration
 from lanenb.analysis.summary import job_summaries
-from lanenb.commands.arguments import add_job_arguments, add_run_arguments, check_run_flags, spec_from_args
+from lanenb.commands.arguments import (
+    add_job_arguments,
+    add_run_arguments,
+    check_run_flags,
+    flag_words,
+    spec_from_args,
+)
 from lanenb.commands.launch import dry_run_text, metrics_text
 from lanenb.commands.trackers import add_mlflow_arguments, run_mlflow
-from lanenb.errors import UserError
+from lanenb.errors import SpecError, UserError
 from lanenb.jobs import Job, get_job, list_jobs, submit
 from lanenb.tables import Table
 
@@ -193,11 +199,14 @@ class LaneMagics(Magics):
         base = _yaml_spec(cell) if cell is not None else None
         spec = spec_from_args(ns, parser, base)
         if ns.dry_run:
-            print(dry_run_text(spec)[0])
+            print(dry_run_text(spec, ns)[0])
             return None
         from lanenb.notebook.view import JobView
 
-        job = submit(spec)
+        try:
+            job = submit(spec)
+        except SpecError as exc:  # the backend's refusal (-np above the cores): in the flags' words
+            raise flag_words(exc, ns) from None
         scope = next((f" ({key} {job.handle[key]})" for key in ("namespace", "workspace") if job.handle.get(key)), "")
         where = "this machine" if job.backend.runs_here else f"{spec.backend}{scope}"
         print(f"launched {job.name} on {where}: {spec.processes} process(es) x {max(spec.gpus, 0)} GPU(s), "

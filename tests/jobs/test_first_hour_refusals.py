@@ -46,7 +46,7 @@ def test_more_ranks_than_cores_is_refused_with_the_fix_in_one_line(synth):
 def test_the_cli_dry_run_reports_it_and_oversubscribe_lets_it_through(synth, capsys):
     assert main(["train", "--data", str(synth), "--processes", "999", "--dry-run"]) == 1
     out = capsys.readouterr().out
-    assert f"problem: processes=999: more ranks than this machine runs ({CORES} CPU core(s)); use -np <= {CORES}" in out
+    assert f"problem: --processes 999: more ranks than this machine runs ({CORES} CPU core(s)); use -np <= {CORES}" in out
     assert "mpirun argv" not in out
     assert main(["train", "--data", str(synth), "-np", "999", "--oversubscribe", "--dry-run"]) == 0
     assert "mpirun argv: " in capsys.readouterr().out
@@ -63,7 +63,16 @@ def test_a_folder_above_the_dataset_names_the_dataset_below_it(synth, capsys):
     (problem,) = validate(TrainSpec(dataset=str(empty), processes=1))
     assert "make one with 'lanenb data synth --out data/synth'" in str(problem)
     assert main(["train", "--data", str(parent), "-np", "1", "--dry-run"]) == 1
-    assert f"did you mean {str(synth)!r}?" in capsys.readouterr().out
+    assert f"problem: --data {parent}: not a TuSimple dataset" in (out := capsys.readouterr().out)
+    assert f"did you mean {str(synth)!r}?" in out
+    assert list_jobs() == []
+
+
+def test_the_magic_refuses_it_in_the_words_the_user_typed(synth, ip_shell):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match=rf"^--processes 999: more ranks than this machine runs \({CORES} CPU"):
+        ip_shell.run_line_magic("lanetrain", f"--data {synth} --processes 999")
     assert list_jobs() == []
 
 
@@ -88,3 +97,10 @@ def test_resume_and_apply_refuse_ranks_the_machine_cannot_run_before_anything_st
         assert get_job(job.name).status().state is JobState.SUSPENDED  # a refused resume changes nothing
     finally:
         job.cancel()
+
+
+@pytest.fixture
+def ip_shell():
+    from ipshell import session_shell
+
+    return session_shell()

@@ -25,6 +25,7 @@ def test_dry_run_prints_what_lanetrain_prints_and_starts_nothing(ip, capsys):
 
 
 def test_dry_run_local_prints_the_mpirun_argv(tmp_path, capsys):
+    (tmp_path / "label_data_0313.json").write_text("")  # a dataset root, as far as a launch checks
     assert main(["train", "--dry-run", "--data", str(tmp_path), "--processes", "2", "--run-dir", "runs/x"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("spec: 2 process(es)") and "mpirun argv: " in out and " -np 2 " in out and "runs/x" in out

@@ -32,33 +32,33 @@ def data(tmp_path):
 # one bad value per %lanetrain flag (the job flags and a trainer flag), with its message
 BAD_FLAGS = [
     ("--data /no/such/dir", "--data '/no/such/dir': no such directory"),
-    ("--processes 0", "processes=0: must be >= 1"),
+    ("--processes 0", "--processes 0: must be >= 1"),
     ("--processes two", "argument --processes/-np: invalid int value: 'two'"),
-    ("--gpus -1", "gpus=-1: must be >= 0"),
-    ("--gpus 1", "gpus=1: no NVIDIA GPU found on this machine"),
-    ("--batch-size 0", "batch_size=0: must be >= 1"),
-    ("--epochs 0", "epochs=0: must be >= 1"),
+    ("--gpus -1", "--gpus -1: must be >= 0"),
+    ("--gpus 1", "--gpus 1: no NVIDIA GPU found on this machine"),
+    ("--batch-size 0", "--batch-size 0: must be >= 1"),
+    ("--epochs 0", "--epochs 0: must be >= 1"),
     ("--engine tf", "argument --engine: invalid choice: 'tf'"),
     ("--backbone alexnet", "argument --backbone: invalid choice: 'alexnet'"),
-    ("--backend slurm", "backend='slurm': must be one of azureml, kubernetes, local"),
-    ("--pvc nocolon", "volumes='nocolon': must be 'name:/mount' or 'name:/mount:ro'"),
+    ("--backend slurm", "--backend slurm: must be one of azureml, kubernetes, local"),
+    ("--pvc nocolon", "--pvc nocolon: must be 'name:/mount' or 'name:/mount:ro'"),
     ("--pvc data:relative", "mount path must be absolute"),
-    ("--image 'a b'", "image='a b': must not contain whitespace"),
+    ("--image 'a b'", "--image 'a b': must not contain whitespace"),
     ("-e 1BAD=x", "env='1BAD': is not a valid environment variable name"),
     ("-e NOVALUE", "env='NOVALUE': must be KEY=VALUE"),
     ("--snapshot --backend kubernetes", "pvc_name=None: is required when enable_snapshot is true"),
-    ("--pvc-name Bad_Name", "pvc_name='Bad_Name': must be an RFC 1123 name"),
-    ("--name Bad_Name", "name='Bad_Name': must be an RFC 1123 label"),
-    ("--namespace Bad_NS", "namespace='Bad_NS': must be an RFC 1123 label"),
-    ("--project Bad_P", "k8s.runai_project='Bad_P': must be an RFC 1123 label"),
-    ("--max-steps -1", "max_steps=-1: must be >= 0"),
-    ("--max-restarts -1", "max_restarts=-1: must be >= 0"),
-    ("--label team", "labels='team': must be KEY=VALUE"),
-    ("--num-workers -1", "num_workers=-1: must be >= 0"),
-    ("--val-batch-size 0", "val_batch_size=0: must be >= 1"),
-    ("--cpu lots", "cpu='lots': must be a Kubernetes quantity"),
-    ("--memory=-1Gi", "memory='-1Gi': must be a Kubernetes quantity"),
-    ("--context ''", "k8s.context='': must be a non-empty string"),
+    ("--pvc-name Bad_Name", "--pvc-name Bad_Name: must be an RFC 1123 name"),
+    ("--name Bad_Name", "--name Bad_Name: must be an RFC 1123 label"),
+    ("--namespace Bad_NS", "--namespace Bad_NS: must be an RFC 1123 label"),
+    ("--project Bad_P", "--project Bad_P: must be an RFC 1123 label"),
+    ("--max-steps -1", "--max-steps -1: must be >= 0"),
+    ("--max-restarts -1", "--max-restarts -1: must be >= 0"),
+    ("--label team", "--label team: must be KEY=VALUE"),
+    ("--num-workers -1", "--num-workers -1: must be >= 0"),
+    ("--val-batch-size 0", "--val-batch-size 0: must be >= 1"),
+    ("--cpu lots", "--cpu lots: must be a Kubernetes quantity"),
+    ("--memory=-1Gi", "--memory -1Gi: must be a Kubernetes quantity"),
+    ("--context ''", "--context '': must be a non-empty string"),
     ("--img-height 13", "--img-height must be a multiple of 8 and >= 32"),
     ("--lr 0", "--lr must be > 0, got 0.0"),
     ("-e BATCH_SIZE=zero", "environment variable BATCH_SIZE='zero': must be an integer"),
@@ -68,17 +68,17 @@ BAD_FLAGS = [
     ("--wait --timeout 0", "--timeout must be > 0 seconds, got 0"),
     ("--wait --dry-run", "--wait and --dry-run exclude each other: --dry-run launches nothing"),
     # AzureML options: their spelling is checked whatever the backend; the rest before anything is sent
-    ("--compute 1gpu", "azureml.compute='1gpu': must be a compute cluster name"),
-    ("--subscription prod", "azureml.subscription_id='prod': must be a subscription id"),
-    ("--resource-group rg.", "azureml.resource_group='rg.': must be a resource group name"),
-    ("--workspace ws", "azureml.workspace='ws': must be a workspace name"),
+    ("--compute 1gpu", "--compute 1gpu: must be a compute cluster name"),
+    ("--subscription prod", "--subscription prod: must be a subscription id"),
+    ("--resource-group rg.", "--resource-group rg.: must be a resource group name"),
+    ("--workspace ws", "--workspace ws: must be a workspace name"),
     ("--azure-config /nonexistent/config.json --backend azureml --compute gpu-cluster",
-     "azureml.config='/nonexistent/config.json': no such file"),
-    ("--azureml-environment trainer", "azureml.environment='trainer': must name a registered environment"),
-    ("--instance-count 0", "azureml.instance_count=0: must be >= 1"),
-    ("--shm-size 16GB", "azureml.shm_size='16GB': must be a size such as '16g'"),
+     "--azure-config /nonexistent/config.json: no such file"),
+    ("--azureml-environment trainer", "--azureml-environment trainer: must name a registered environment"),
+    ("--instance-count 0", "--instance-count 0: must be >= 1"),
+    ("--shm-size 16GB", "--shm-size 16GB: must be a size such as '16g'"),
     ("--data-kind blob", "argument --data-kind: invalid choice: 'blob'"),
-    ("--experiment a/b", "azureml.experiment='a/b': must be 1-255 letters"),
+    ("--experiment a/b", "--experiment a/b: must be 1-255 letters"),
 ]
 
 
@@ -91,7 +91,7 @@ def test_lanetrain_bad_flag_is_one_line_naming_the_value(ip, data, line, message
 
 def test_every_job_flag_has_a_bad_input_case():
     covered = {line.split()[0].split("=")[0] for line, _ in BAD_FLAGS}
-    switches = {"--large-shm", "--no-val", "--run-dir", "--use-workers",  # switches: no bad value
+    switches = {"--large-shm", "--no-val", "--run-dir", "--use-workers", "--oversubscribe",  # switches: no bad value
                 "--no-use-workers", "--use-val", "--no-enable-snapshot", "--openshift", "--no-openshift"}
     flags = {flags[0] for flags, _ in job_flags()} - switches  # the job's and every backend's
     flags -= {"--environment"}
@@ -125,7 +125,7 @@ def test_cell_magic_yaml_errors_name_the_key(ip, data):
     assert "spec=['procesess']: unknown field(s)" in usage(ip, "lanetrain", "", f"dataset: {data}\nprocesess: 2\n")
     assert "processes='many': must be an integer" in usage(ip, "lanetrain", "", f"dataset: {data}\nprocesses: many\n")
     # a flag on the line overrides the body, and is checked too
-    assert "epochs=0: must be >= 1" in usage(ip, "lanetrain", "--epochs 0", f"dataset: {data}\nepochs: 3\n")
+    assert "--epochs 0: must be >= 1" in usage(ip, "lanetrain", "--epochs 0", f"dataset: {data}\nepochs: 3\n")
 
 
 def test_job_argument_errors(ip):
