@@ -61,6 +61,18 @@ class Table:
             bundle["image/png"] = base64.b64encode(self.png).decode()
         return bundle
 
+    # How IPython shows a table wherever it is returned, displayed or updated in place (IPython
+    # calls these; this module imports nothing of it): the HTML, aligned text for consoles.
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
+        return self.mimebundle()
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        """The aligned text, not the dataclass's field dump (a console, a log line, ``print``)."""
+        return self.text()
+
     def chart_bundle(self) -> dict[str, Any] | None:
         """The chart as its own output: the Vega-Lite spec (JupyterLab draws it: tooltips, legend
         toggles), its PNG for every other viewer, a line of text for consoles."""

@@ -21,6 +21,12 @@ import yaml
 
 from lanenb.cli import describe
 
+# The Jupyter kernel the notebooks name (their ``metadata.kernelspec``) and headless runs use:
+# this environment's Python, registered by scripts/install_lanenb.sh under a name of its own so
+# that installing lanenb never replaces the user's default ``python3`` kernel.
+KERNEL = "lanenb"
+KERNEL_DISPLAY_NAME = "Python 3 (lanenb)"
+
 NOTEBOOKS = {"quickstart": "01-quickstart.ipynb", "kubernetes": "02-kubernetes.ipynb",
              "from-runai": "03-from-runai.ipynb", "scaling": "04-scaling.ipynb",
              "sweep": "05-sweep.ipynb"}
@@ -39,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(the notebook runs there; default ./lanenb-notebooks)")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="papermill parameter (VALUE is read as YAML: 3 -> int, true -> bool)")
-    p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default python3)")
+    p.add_argument("--kernel", default=KERNEL, help=f"Jupyter kernel name (default {KERNEL}, the kernel "
+                   "scripts/install_lanenb.sh registers)")
     p.add_argument("--keep-widget-state", action="store_true",
                    help="also save the widgets' state and views, as papermill does by default (MBs; "
                    "the PNG/text every viewer shows are saved either way)")
@@ -69,7 +76,22 @@ def parse_parameters(pairs: list[list[str]]) -> dict[str, Any]:
     return params
 
 
-def execute_headless(source: Path, output: Path, parameters: dict[str, Any], *, kernel: str = "python3",
+def kernel_manager_config() -> Any:
+    """The kernel manager's settings for a headless run: CurveZMQ keys provisioned by the manager
+    (``transport_encryption="auto"``), so the kernel's sockets are encrypted and ipykernel does not
+    warn "Kernel is running over TCP without encryption" on every run. Where jupyter_client or
+    libzmq cannot do it (older jupyter_client, pyzmq without libsodium), no settings: the run is
+    as before, warning included."""
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    if "transport_encryption" not in KernelManager.class_trait_names() or not zmq.has("curve"):
+        return Config()
+    return Config({"KernelManager": {"transport_encryption": "auto"}})
+
+
+def execute_headless(source: Path, output: Path, parameters: dict[str, Any], *, kernel: str = KERNEL,
                      cwd: Path | None = None, progress_bar: bool = True, keep_widget_state: bool = False) -> Path:
     """Execute ``source`` with papermill into ``output`` as ``lanenb notebook`` does, and save it
     for viewers without a kernel (``lanenb.cli.saved_notebook``) unless ``keep_widget_state``.
@@ -79,6 +101,7 @@ def execute_headless(source: Path, output: Path, parameters: dict[str, Any], *, 
 
     Raises:
         papermill.exceptions.PapermillExecutionError: a cell failed (``output`` holds the error).
+        jupyter_client.kernelspec.NoSuchKernel: no kernel named ``kernel`` is registered.
     """
     import papermill
 
@@ -87,7 +110,7 @@ def execute_headless(source: Path, output: Path, parameters: dict[str, Any], *, 
     try:
         papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=kernel,
                                    cwd=None if cwd is None else str(cwd), progress_bar=progress_bar,
-                                   store_widget_state=keep_widget_state)
+                                   store_widget_state=keep_widget_state, config=kernel_manager_config())
     finally:
         if not keep_widget_state and output.is_file():
             rewrite_for_headless_viewers(output)
@@ -101,6 +124,7 @@ def cmd_notebook(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"lanenb notebook: error: {exc}", file=sys.stderr)
         return 2
+    from jupyter_client.kernelspec import NoSuchKernel
     from papermill.exceptions import PapermillExecutionError
 
     out_dir = Path(args.out).expanduser().resolve()
@@ -115,5 +139,10 @@ def cmd_notebook(args: argparse.Namespace) -> int:
         print(f"lanenb notebook: cell {exc.exec_count} failed: {exc.ename}: {exc.evalue}\n"
               f"the notebook with the error is {output}", file=sys.stderr)
         return 1
+    except NoSuchKernel:
+        fix = (f': register it with {sys.executable} -m ipykernel install --user --name {KERNEL} '
+               f'--display-name "{KERNEL_DISPLAY_NAME}"') if args.kernel == KERNEL else ""
+        print(f"lanenb notebook: error: no Jupyter kernel named {args.kernel!r}{fix}", file=sys.stderr)
+        return 2
     print(f"executed notebook: {output}\nopen it: jupyter lab {output}   (as root: add --allow-root)")
     return 0

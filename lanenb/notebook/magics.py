@@ -272,8 +272,12 @@ class LaneMagics(Magics):
         except KeyboardInterrupt:
             print(f"stopped following; sweep {s.name} keeps running (%lanesweep --stop {s.name} stops it)")
             return s
-        handle.update(Table([], [], empty=f"sweep {s.name}: {s.state}"))
-        display(s.report(**size))
+        # the final report takes the live table's place (its table in place, its chart below):
+        # no placeholder output is left above the report, nor the trials table twice
+        table, *rest = s.report(**size).outputs()
+        handle.update(table, raw=True)
+        for bundle in rest:
+            display(bundle, raw=True)
         return s
 
     @line_magic

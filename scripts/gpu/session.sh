@@ -9,7 +9,7 @@
 #    loopback only, root allowed, no ssh needed.
 # 2. .gpu-carry/whl installed into a private site (pip --target, no index), PYTHONPATH set to it,
 #    trainer/ and the repo; `lanenb` on PATH runs `python3 -m lanenb`.
-# 3. With the notebook group: a python3 Jupyter kernel registered (papermill can run notebooks/).
+# 3. With the notebook group: the lanenb Jupyter kernel registered (papermill can run notebooks/).
 # 4. One screen of environment summary, then `python3 bench/gpu_check.py "$@"` (unbuffered).
 #
 # Everything is tee'd into "$OUT/gpu_check.log" ($OUT exported; .gpu-out/ when unset). A step that
@@ -113,8 +113,8 @@ setup_kernel() {
   fi
   export JUPYTER_PATH="$SITE/jupyter/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
   export JUPYTER_PLATFORM_DIRS=1 MPLBACKEND=Agg
-  if "$PY" -m ipykernel install --name python3 --prefix "$SITE/jupyter" >/dev/null; then
-    say "python3 kernel registered in $SITE/jupyter ($(elapsed "$t0"))"
+  if "$PY" -m ipykernel install --name lanenb --display-name "Python 3 (lanenb)" --prefix "$SITE/jupyter" >/dev/null; then
+    say "lanenb kernel registered in $SITE/jupyter ($(elapsed "$t0"))"
   else
     failed "notebook: ipykernel install --prefix $SITE/jupyter"
   fi
