@@ -28,7 +28,7 @@ from lanenb.analysis.runstate import RunState, format_duration
 from lanenb.charts.vocabulary import verdict_severity
 from lanenb.contract.spec import SpecError
 from lanenb.home import lanenb_home, make_private_dir
-from lanenb.jobs import Job, TrainSpec, get_job, submit
+from lanenb.jobs import Job, TrainSpec, get_job, submit, validate
 from lanenb.tables import Table
 from lanenb_trainer.errors import UserError
 from lanenb_trainer.events import Event
@@ -307,6 +307,14 @@ def measure(spec: TrainSpec | Mapping[str, Any], processes: Sequence[int] = (1, 
         raise SpecError("batch_size", base.batch_size, f"strong scaling splits the global batch over "
                         f"{counts} ranks: it must be divisible by each")
     name = name or f"scale-{time.strftime('%Y%m%d-%H%M%S')}"
+    runs = [base.replace(processes=n, name=f"{name}-n{n}", max_steps=steps, use_val=False,
+                         epochs=max(base.epochs, 1000), run_dir=None,
+                         batch_size=base.batch_size // n if mode == "strong" else base.batch_size)
+            for n in sorted(counts)]
+    for run in runs:  # every size is checked before the first starts: no half-measured report
+        problems = validate(run)
+        if problems:
+            raise SpecError(problems[0].field, problems[0].value, str(problems[0]).split(": ", 1)[-1])
     points = []
     bar = None
     if progress:
@@ -314,10 +322,8 @@ def measure(spec: TrainSpec | Mapping[str, Any], processes: Sequence[int] = (1, 
 
         bar = progress_bar(total=len(counts), desc="scaling runs", unit="run")
     try:
-        for n in sorted(counts):
-            run = base.replace(processes=n, name=f"{name}-n{n}", max_steps=steps, use_val=False,
-                               epochs=max(base.epochs, 1000), run_dir=None,
-                               batch_size=base.batch_size // n if mode == "strong" else base.batch_size)
+        for run in runs:
+            n = run.processes
             if bar is not None:
                 bar.set_postfix_str(f"{n} rank(s): {run.name}")
             job = _run_one(run, timeout)

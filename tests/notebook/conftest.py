@@ -52,7 +52,8 @@ def scripted(tmp_path: Path):
         script = run_script(steps, tmp_path / f"{name}.jsonl")
         program = [sys.executable, str(HERE / "scripted_rank.py"), str(script)]
         register_backend("scripted", lambda **kw: LocalBackend(program=program, trainer_args=False, grace=2.0))
-        return {"dataset": str(data), "processes": 2, "backend": "scripted"}
+        # a replay, not training: its ranks may outnumber the cores (a 4-rank scaling script on 2)
+        return {"dataset": str(data), "processes": 2, "backend": "scripted", "local": {"oversubscribe": True}}
 
     yield make
     _REGISTRY.pop("scripted", None)

@@ -15,7 +15,7 @@ from IPython.utils.capture import capture_output
 from notebook_support import training_script
 
 from lanenb.charts.specs import REPORT_MIME
-from lanenb.jobs import TrainSpec, get_job, submit
+from lanenb.jobs import SpecError, TrainSpec, get_job, list_jobs, submit
 
 
 def scaling_script(ips: dict[int, float], step_time: dict[int, float], util: dict[int, float],
@@ -233,3 +233,15 @@ def test_compare_tables_differences_metrics_and_curves(ip, scripted):
         compare(["run-a", "run-a"])
     with pytest.raises(UsageError, match="no job named 'nope'"):
         ip.run_line_magic("lanecompare", "run-a nope")
+
+
+def test_measure_refuses_a_size_this_machine_cannot_run_before_running_any(scripted, lanenb_home):
+    import os
+
+    from lanenb.analysis.scaling import measure
+
+    spec = {**scripted(scaling_script({1: 100.0}, {1: 0.04}, {1: 95.0}), "scale"), "local": {}}
+    too_many = len(os.sched_getaffinity(0)) + 1
+    with pytest.raises(SpecError, match=rf"processes={too_many}: more ranks than this machine runs"):
+        measure(TrainSpec(**spec), [1, too_many], steps=8, warmup=3, name="scale-refused", progress=False)
+    assert list_jobs() == []  # not even the 1-rank run started
