@@ -156,7 +156,7 @@ def start_local(processes: int, trainer_args: Sequence[str], *, env: Mapping[str
 
 
 def stop_ranks(mpirun_pid: int, ranks: Sequence[Any], grace: float, *, sig: int = signal.SIGTERM,
-               say: Callable[[str], None] | None = None) -> int:
+               say: Callable[[str], None] | None = None, ready: Callable[[Any], bool] | None = None) -> int:
     """Give each rank exactly one ``sig`` and ``grace`` seconds, then SIGKILL; returns how
     many ranks had to be killed.
 
@@ -167,17 +167,30 @@ def stop_ranks(mpirun_pid: int, ranks: Sequence[Any], grace: float, *, sig: int 
     waits in their pipes and is forwarded when mpirun continues. ``ranks`` are
     ``psutil.Process`` objects (mpirun's direct children); the sequence is
     ``lanenb.launch.procs.terminate``.
+
+    ``ready(rank)``: the rank has written its checkpoint and last event (the trainer says so,
+    ``lanenb_trainer.stopping.say_stopped``). Once every rank still running is ready, mpirun is
+    let go on at once: a Horovod rank's MPI finalize needs mpirun (its PMIx server), so a held
+    mpirun kept every stop waiting out the whole grace and SIGKILLing ranks that had finished.
     """
 
     def tell(alive: list[Any]) -> None:
         if say is not None:
             say(f"{len(alive)} rank(s) still running after {grace:g} s: SIGKILL")
 
+    held = [True]
+
+    def release() -> None:
+        send_signal(mpirun_pid, signal.SIGCONT)
+        held[0] = False
+
     send_signal(mpirun_pid, signal.SIGSTOP)
     try:
-        return len(terminate(ranks, grace, sig=sig, on_kill=tell))
+        return len(terminate(ranks, grace, sig=sig, on_kill=tell, on_ready=release,
+                             ready=None if ready is None else (lambda alive: all(ready(p) for p in alive))))
     finally:
-        send_signal(mpirun_pid, signal.SIGCONT)
+        if held[0]:
+            send_signal(mpirun_pid, signal.SIGCONT)
 
 
 def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-__all__ = ["KILL_WAIT", "kill", "send_signal", "terminate", "wait_gone"]
+__all__ = ["KILL_WAIT", "kill", "reaped", "send_signal", "terminate", "wait_gone"]
 
 KILL_WAIT = 5.0  # seconds to wait for SIGKILLed processes to be gone
 _POLL = 0.05
@@ -39,6 +39,11 @@ def _signal_each(procs: Iterable[psutil.Process], sig: int) -> None:
             proc.send_signal(sig)
 
 
+def reaped(proc: psutil.Process) -> bool:
+    """Whether ``proc`` has stopped (a zombie of ours is reaped here): nothing left to signal."""
+    return _stopped(proc)
+
+
 def _stopped(proc: psutil.Process) -> bool:
     try:
         if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
@@ -51,13 +56,15 @@ def _stopped(proc: psutil.Process) -> bool:
     return True
 
 
-def wait_gone(procs: Iterable[psutil.Process], seconds: float) -> list[psutil.Process]:
-    """Wait up to ``seconds`` for ``procs`` to stop; returns those still running."""
+def wait_gone(procs: Iterable[psutil.Process], seconds: float, *,
+              until: Callable[[list[psutil.Process]], bool] | None = None) -> list[psutil.Process]:
+    """Wait up to ``seconds`` for ``procs`` to stop (or for ``until(still running)`` to be true);
+    returns those still running."""
     left = list(procs)
     deadline = time.monotonic() + seconds
     while True:
         left = [p for p in left if not _stopped(p)]
-        if not left or time.monotonic() >= deadline:
+        if not left or time.monotonic() >= deadline or (until is not None and until(left)):
             return left
         time.sleep(_POLL)
 
@@ -74,7 +81,9 @@ def kill(procs: Iterable[psutil.Process], *, group: int | None = None) -> list[p
 
 def terminate(procs: Iterable[psutil.Process], grace: float, *, sig: int = signal.SIGTERM,
               group: int | None = None,
-              on_kill: Callable[[list[psutil.Process]], None] | None = None) -> list[psutil.Process]:
+              on_kill: Callable[[list[psutil.Process]], None] | None = None,
+              ready: Callable[[list[psutil.Process]], bool] | None = None,
+              on_ready: Callable[[], None] | None = None) -> list[psutil.Process]:
     """Exactly one ``sig`` to each of ``procs``, ``grace`` seconds to stop, then SIGKILL for the
     ones still running (and for process group ``group``, if given).
 
@@ -84,13 +93,23 @@ def terminate(procs: Iterable[psutil.Process], grace: float, *, sig: int = signa
         sig: the one polite signal (the trainer turns SIGTERM into ``end(status=cancelled)``).
         group: a process group that gets SIGKILL too when anything had to be killed.
         on_kill: called with the survivors just before they get SIGKILL (to log it).
+        ready: ``ready(still running)``: they have done their part and are only leaving (a rank
+            that wrote its checkpoint and last event); then ``on_ready`` is called once and the
+            wait goes on to the end of ``grace``.
+        on_ready: what to do then (let a held mpirun go on, so the ranks can finalize).
 
     Returns:
         The processes that had to be killed.
     """
     procs = list(procs)
     _signal_each(procs, sig)
-    alive = wait_gone(procs, grace)
+    deadline = time.monotonic() + grace
+    alive = procs
+    if ready is not None and on_ready is not None:
+        alive = wait_gone(procs, grace, until=ready)
+        if alive and ready(alive):
+            on_ready()
+    alive = wait_gone(alive, max(0.0, deadline - time.monotonic()))
     if alive:
         if on_kill is not None:
             on_kill(alive)

@@ -163,6 +163,7 @@ def test_list_jobs_and_duplicate_names(tiny_job, tmp_path):
     job = tiny_job(steps=1, name="my-job")
     job.wait(timeout=60)
     assert [j.name for j in list_jobs()] == ["my-job"]
+    (tmp_path / "label_data_0313.json").write_text("")  # a dataset root, as far as a launch checks
     with pytest.raises(JobExistsError, match="a job named 'my-job' already exists"):
         submit(TrainSpec(dataset=str(tmp_path), name="my-job"))
     with pytest.raises(JobNotFoundError, match=r"no job named 'nope'.*recent jobs: my-job"):

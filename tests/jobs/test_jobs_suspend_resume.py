@@ -140,3 +140,31 @@ def test_a_suspended_run_resumes_on_fewer_ranks_with_the_global_batch_kept(synth
     steps = [ev["step"] for ev in events if ev.kind == "step" and ev.rank == 0]
     assert steps[-1] == starts[0]["total_steps"] and len(steps) == len(set(steps))  # same optimizer steps, once each
     assert get_job(job.name).spec.processes == 1
+
+
+@pytest.mark.slow
+@pytest.mark.horovod
+def test_a_stop_ends_when_the_ranks_have_checkpointed_not_at_the_end_of_the_grace(synth_root, tmp_path):
+    """Horovod ranks finalize MPI through mpirun: held still for the whole grace, every stop
+    used to wait it out, SIGKILL ranks that had finished and record 137. Now each rank says when
+    its checkpoint and last event are out, and mpirun goes on at once."""
+    pytest.importorskip("horovod.torch")
+    import time
+
+    spec = TrainSpec(dataset=str(synth_root), processes=2, engine="horovod", batch_size=4, epochs=3, use_val=False,
+                     run_dir=str(tmp_path / "run"), env={"LANENB_THREADS": "1"},
+                     extra_args=["--img-height", "64", "--img-width", "160", "--log-every", "1",
+                                 "--system-interval", "5"])
+    job = submit(spec, grace=20.0)
+    for ev in job.events(follow=True):
+        if ev.kind == "step" and ev["step"] == 2:
+            break
+    t0 = time.monotonic()
+    assert job.suspend().state is JobState.SUSPENDED
+    took = time.monotonic() - t0
+    log = (Path(job.run_dir) / "job.log").read_text()
+    assert "still running after" not in log and "outlived mpirun" not in log, log[-2000:]
+    assert json.loads((Path(job.run_dir) / "exit.json").read_text())["returncode"] == 75  # the ranks' own exit
+    assert took < 15.0, took  # well inside the 20 s grace (measured 2.7-5 s on 2 cores)
+    assert sorted(ev["status"] for ev in job.events() if ev.kind == "end") == ["suspended", "suspended"]
+    job.cancel()

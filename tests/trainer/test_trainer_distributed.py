@@ -15,7 +15,7 @@ from trainer_support import dump, engines, events_of, run_ranks, train_args
 
 from lanenb.analysis.event_text import event_text
 from lanenb_trainer import exitcodes
-from lanenb_trainer.stop_reason import CANCEL_NAME, SUSPEND_NAME
+from lanenb_trainer.stopping import CANCEL_NAME, SUSPEND_NAME
 
 pytestmark = pytest.mark.slow
 

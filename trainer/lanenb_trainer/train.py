@@ -22,6 +22,7 @@ from lanenb_trainer import events, exitcodes
 from lanenb_trainer.config import ConfigError, parse_config
 from lanenb_trainer.engines import Engine, EngineError, get_engine
 from lanenb_trainer.monitor import SystemMonitor
+from lanenb_trainer.stopping import say_stopped
 from lanenb_trainer.training.loop import Trainer
 from lanenb_trainer.training.preempt import Preemption
 from lanenb_trainer.training.replicas import param_checksum
@@ -108,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _preempted_exit(trainer: Trainer, engine: Engine, monitor: SystemMonitor, t0: float) -> int:
     """After the preemption checkpoint: ``end(status=...)`` with the stop's reason (``preempted``,
-    ``suspended`` or ``cancelled``: ``lanenb_trainer.stop_reason``), then every rank leaves
+    ``suspended`` or ``cancelled``: ``lanenb_trainer.stopping``), then every rank leaves
     together. The barrier comes after each rank's last event (and TensorBoard's last scalars)
     and rank 0's checkpoint: mpirun stops the whole world as soon as one rank exits non-zero,
     with a SIGTERM that from then on ends a rank at once (its work is saved; left to the
@@ -118,6 +119,7 @@ def _preempted_exit(trainer: Trainer, engine: Engine, monitor: SystemMonitor, t0
                  step=trainer.global_step, lr=trainer.lr, best=trainer.best)
     trainer.emit.close()
     sys.stdout.flush()
+    say_stopped()  # the launcher may let mpirun go on: what is left needs it (MPI finalize)
     engine.barrier()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     engine.shutdown()

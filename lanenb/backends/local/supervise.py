@@ -70,7 +70,7 @@ from lanenb_trainer import exitcodes
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
 from lanenb_trainer.ranktag import tag_line
-from lanenb_trainer.stop_reason import CANCEL_NAME, SUSPEND_NAME
+from lanenb_trainer.stopping import CANCEL_NAME, PID_DIR_ENV, SUSPEND_NAME, has_stopped
 
 LOG_NAME = "job.log"
 DIGEST_NAME = "job.digest"  # "<job.log offset after the line> <line>": what a late reader folds
@@ -80,7 +80,7 @@ DIGEST_STEPS = 512  # step events kept per stride; the stride doubles after each
 _KIND = re.compile(r'"kind":\s*"(\w+)"')
 EXIT_NAME = "exit.json"
 # cancel.json / suspend.json: written by LocalBackend.cancel / suspend before their stop; the
-# ranks read them to say why they stopped (lanenb_trainer.stop_reason)
+# ranks read them to say why they stopped (lanenb_trainer.stopping)
 PIDS_NAME = "pids"  # folder: rank-<R>.json written by each rank's guard
 RESERVE_NAME = ".exit.reserve"  # space set aside at start so exit.json fits on a full disk
 SUPERVISOR_PREFIX = "[lanenb-supervisor] "
@@ -187,9 +187,10 @@ class JobLog:
 class Stopper:
     """Cancel and crash handling: who gets which signal, when (see the module docstring)."""
 
-    def __init__(self, log: JobLog, grace: float) -> None:
+    def __init__(self, log: JobLog, grace: float, pid_dir: Path | None = None) -> None:
         self.log = log
         self.grace = grace
+        self.pid_dir = pid_dir  # where the ranks say they are done (lanenb_trainer.stopping)
         self.child: subprocess.Popen[bytes] | None = None
         self.signals: list[int] = []
         self._lock = threading.Lock()
@@ -221,7 +222,9 @@ class Stopper:
         assert self.child is not None
         ranks = self.ranks()
         self.log.say(f"signal {signum}: stopping {len(ranks)} rank(s) (SIGTERM, SIGKILL after {self.grace:g} s)")
-        stop_ranks(self.child.pid, ranks, self.grace, say=self.log.say)
+        pid_dir = self.pid_dir
+        stop_ranks(self.child.pid, ranks, self.grace, say=self.log.say,
+                   ready=None if pid_dir is None else (lambda rank: has_stopped(pid_dir, rank.pid)))
         if self._wait_child(self.grace + 5):
             return
         self.log.say("mpirun did not exit after its ranks: SIGKILL")
@@ -240,12 +243,22 @@ class Stopper:
 
     def reap_orphans(self) -> int:
         """After mpirun exited: stop whatever of the job is still around (orphaned ranks)."""
-        left = [p for p in self.ranks() if p.is_running()]
+        # a rank that exited after mpirun is our zombie (we are the subreaper): reaped, not stopped
+        left = [p for p in self.ranks() if not procs.reaped(p)]
         if not left:
             return 0
-        self.log.say(f"{len(left)} process(es) outlived mpirun: SIGTERM, SIGKILL after {min(self.grace, 5.0):g} s")
+        self.log.say(f"{len(left)} process(es) outlived mpirun ({', '.join(_describe(p) for p in left)}): "
+                     f"SIGTERM, SIGKILL after {min(self.grace, 5.0):g} s")
         procs.terminate(left, min(self.grace, 5.0))
         return len(left)
+
+
+def _describe(proc: psutil.Process) -> str:
+    """``pid 123 python3 -m lanenb_trainer``: which process, for the log."""
+    try:
+        return f"pid {proc.pid} " + " ".join(proc.cmdline()[:3])[:80]
+    except psutil.Error:
+        return f"pid {proc.pid}"
 
 
 def _die_with_supervisor(supervisor: int) -> None:
@@ -328,12 +341,12 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
         pass
     pid_dir = run_dir / PIDS_NAME
     pid_dir.mkdir(mode=0o700, exist_ok=True)
-    for stale in pid_dir.glob("rank-*.json"):
+    for stale in [*pid_dir.glob("rank-*.json"), *pid_dir.glob("stopped-*")]:
         stale.unlink(missing_ok=True)
 
     with open(log_path, "ab", buffering=0) as fh, open(log_path.with_name(DIGEST_NAME), "ab", buffering=0) as dg:
         log = JobLog(fh, max_log_bytes, dg)
-        stopper = Stopper(log, grace)
+        stopper = Stopper(log, grace, pid_dir)
         signal.signal(signal.SIGTERM, stopper.on_signal)
         signal.signal(signal.SIGINT, stopper.on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the kernel's terminal going away is not a reason to stop
@@ -343,7 +356,7 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
             log.say(f"cancelled (signal {stopper.signals[0]}) before the launcher started")
             info.update(returncode=-stopper.signals[0])
         else:
-            env = {**os.environ, "LANENB_PID_DIR": str(pid_dir)}
+            env = {**os.environ, PID_DIR_ENV: str(pid_dir)}
             restarts: list[dict[str, Any]] = []
             while True:
                 info.update(_run_launcher(argv, env, log, stopper))
@@ -354,7 +367,7 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
                 restarts.append({"t": round(time.time(), 3), "returncode": rc, "why": _restart_why(rc)})
                 log.say(f"{_restart_why(rc)}: restart {len(restarts)} of {max_restarts}, "
                         "continuing from the run's last checkpoint")
-                for stale in pid_dir.glob("rank-*.json"):
+                for stale in [*pid_dir.glob("rank-*.json"), *pid_dir.glob("stopped-*")]:
                     stale.unlink(missing_ok=True)
                 env["MASTER_PORT"] = str(free_port())  # the last start's rendezvous port may linger
             info["restarts"] = restarts

@@ -30,7 +30,7 @@ from lanenb_trainer.evaluation.headline import from_metrics
 from lanenb_trainer.events import EventLog
 from lanenb_trainer.monitor import SystemMonitor
 from lanenb_trainer.recipe import lr_at, scnn_loss, warmup_for
-from lanenb_trainer.stop_reason import CANCELLED, stop_reason
+from lanenb_trainer.stopping import CANCELLED, stop_reason
 from lanenb_trainer.tensorboard_log import open_sink
 from lanenb_trainer.training import build
 from lanenb_trainer.training.accumulate import Accumulator
@@ -499,7 +499,7 @@ class Trainer:
 
     @functools.cached_property
     def stop_reason(self) -> str:
-        """Why the ranks were signalled (``lanenb_trainer.stop_reason``), read once, when they stop."""
+        """Why the ranks were signalled (``lanenb_trainer.stopping``), read once, when they stop."""
         return stop_reason(self.run_dir)
 
     def _test_best(self, last_test: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.engines import Engine
 from lanenb_trainer.training.resize import ResizePlan, plan_resize, resize_seed
-from lanenb_trainer.stop_reason import PREEMPTED
+from lanenb_trainer.stopping import PREEMPTED
 
 __all__ = ["RngState", "EpochTally", "ResumePoint", "resume_state", "read_resume_point", "load_training_state",
            "save_checkpoint", "last_checkpoint"]
@@ -90,7 +90,7 @@ class ResumePoint:
     tally: EpochTally | None = None  # this rank's sums over the epoch so far (None: not saved)
     buffers: dict[str, torch.Tensor] | None = None  # this rank's own buffers (preemption checkpoints)
     preempted: bool = False  # written when a SIGTERM stopped the run (training/preempt.py)
-    stop_reason: str | None = None  # why: preempted, suspended or cancelled (lanenb_trainer.stop_reason)
+    stop_reason: str | None = None  # why: preempted, suspended or cancelled (lanenb_trainer.stopping)
     automatic: bool = False  # taken without --resume: the run's own checkpoint (its --run-id)
     saved_at: float | None = None  # the checkpoint's write time: which one was resumed
     plan: ResizePlan | None = None  # how this run's size continues the checkpoint's (resize.py)
