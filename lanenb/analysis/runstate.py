@@ -35,6 +35,8 @@ __all__ = ["RunState", "fill_tests", "SYSTEM_FIELDS", "TIMING_FIELDS", "TIMING_H
 # per-rank system samples kept as series (GPU fields only appear on GPU ranks)
 SYSTEM_FIELDS = ("cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb")
 _RATE_WINDOW = 20  # step events used for the ETA's rate
+# states where no rank trains, beside ``RunState.finished``'s: no ETA (``eta_s``)
+_NOT_TRAINING = frozenset({"suspended", "restarting", "lost", "unknown"})
 # the per-step means of a ``timing`` window (docs/EVENTS.md), seconds
 TIMING_FIELDS = ("step_s", "data_s", "h2d_s", "compute_s", "exchange_s", "optimizer_s", "other_s")
 # timing windows kept per rank: enough for the doctor to ask "did it hold in 2 of the last 3
@@ -395,8 +397,11 @@ class RunState:
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds left at the recent rate (None until two step events arrived, or when done)."""
-        if self.finished or not self.total_steps:
+        """Seconds left at the recent rate: None until two step events arrived, and whenever the
+        ranks are not training (suspended, restarting, preempted or otherwise ended): no face
+        shows an "ETA 31s" that is not counting down. A ``pending`` state keeps its ETA: a reducer
+        fed only a log's tail (the team view) was never told the state, its steps say it trains."""
+        if self.finished or self.state in _NOT_TRAINING or not self.total_steps:
             return None
         rate = self.rate
         if rate is None:

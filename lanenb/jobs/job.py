@@ -32,8 +32,9 @@ from lanenb_trainer.tensorboard_log import tensorboard_dir
 
 __all__ = ["Job", "submit", "get_job", "list_jobs", "default_run_dir", "JobStateError"]
 
-_SUSPENDABLE = frozenset({JobState.PENDING, JobState.RUNNING, JobState.RESTARTING})
-_RESUMABLE = frozenset({JobState.SUSPENDED, JobState.PREEMPTED})
+# the states a job can be suspended in and resumed from: the one rule for every face's buttons
+SUSPENDABLE = frozenset({JobState.PENDING, JobState.RUNNING, JobState.RESTARTING})
+RESUMABLE = frozenset({JobState.SUSPENDED, JobState.PREEMPTED})
 
 # a registry row read this recently is used as it is by status() and metrics: a table of many
 # jobs reads each row once, not three times; every write is still checked against the row in
@@ -394,7 +395,7 @@ class Job:
         if not self.backend.can("suspend"):
             self.backend.suspend(self.spec, self._record.handle)  # the backend's own NotImplementedError
         state = self.status().state
-        if state not in _SUSPENDABLE:
+        if state not in SUSPENDABLE:
             raise JobStateError(f"job {self.name!r} is {state.value}: only a pending or running job can be suspended")
         self.backend.suspend(self.spec, self._record.handle)
         return self.status()
@@ -432,11 +433,11 @@ class Job:
             self.backend.resume(self.spec, self._record.handle, from_checkpoint=from_checkpoint)  # its own error
         spec = self.resume_spec(**changes)
         old = self.status()
-        if old.state not in _RESUMABLE:
+        if old.state not in RESUMABLE:
             raise JobStateError(f"job {self.name!r} is {old.state.value}: only a suspended or preempted job can be "
                                 f"resumed")
         claimed = JobStatus(JobState.RESTARTING, reason="resuming from the last checkpoint")
-        if not self._registry.reopen(self.name, [s.value for s in _RESUMABLE], state=claimed.state.value,
+        if not self._registry.reopen(self.name, [s.value for s in RESUMABLE], state=claimed.state.value,
                                      status=claimed.to_dict()):
             self._refresh()
             raise JobStateError(f"job {self.name!r} is {self._record.state}: resumed from elsewhere meanwhile?")
@@ -450,12 +451,30 @@ class Job:
         fields: dict[str, Any] = {"spec": stored, "finished": None, "metrics": None}
         if handle is not None:  # relaunched: a new supervisor, running now
             fields.update(handle=handle, state=JobState.RUNNING.value, status=JobStatus(JobState.RUNNING).to_dict())
-        self._registry.reopen(self.name, [claimed.state.value, *(s.value for s in _RESUMABLE)], **fields)
+        self._registry.reopen(self.name, [claimed.state.value, *(s.value for s in RESUMABLE)], **fields)
         self._spec = spec
         self._refresh()
         if handle is not None and self.backend.runs_here and self.run_dir:
             _keep_record(self._record)
         return self.status()
+
+    def apply_change(self, setting: str, value: Any) -> JobStatus:
+        """The doctor's advice as one action (its verdict's ``change``): check ``setting=value``
+        while the run still runs, suspend it at a step boundary (unless it is already suspended
+        or preempted) and resume it from that checkpoint with the change. The sidebar's and the
+        live view's Apply.
+
+        Returns:
+            The status after the resume.
+
+        Raises:
+            SpecError: a setting or value ``resume`` refuses (checked before anything stops).
+            JobStateError: the job has ended.
+        """
+        self.resume_spec(**{setting: value})  # a bad change is refused while the run still runs
+        if self.status().state not in RESUMABLE:
+            self.suspend()
+        return self.resume(**{setting: value})
 
     def resume_spec(self, **changes: Any) -> TrainSpec:
         """The spec ``resume(**changes)`` would run, checked without stopping or starting anything

@@ -3,7 +3,10 @@
 A status line, the doctor's verdict (why the run is slow, e.g. "input-bound: ranks wait 41% of
 each step for data; ..."), a progress bar with ETA, a per-rank table, charts (loss and LR,
 validation, throughput, per-rank GPU or CPU/RSS, where each rank's step goes) and a bounded
-log pane with a rank filter and errors in red. One background thread per view polls
+log pane with a rank filter and errors in red. Beside Stop: Suspend or Resume (as the job's
+state and its backend allow) and, when the doctor's advice is one setting a resume can change,
+Apply ("Apply: loader workers 6"); each runs on a thread of its own (it waits for the ranks)
+and says on its message line what happened. One background thread per view polls
 ``Job.poll`` and folds the updates into a ``RunState`` (the one reducer): the kernel's main
 thread is never used, so cells stay responsive while the job trains. The thread pauses for
 good once the job is final and stops when the widget is closed.
@@ -16,20 +19,26 @@ import html
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
 
 from lanenb.analysis.chartdata import STATIC_LIMIT, rank_table, run_png, run_rows, run_specs
 from lanenb.analysis.doctor import shown_verdict
-from lanenb.analysis.runstate import RunState, fill_config, format_duration
+from lanenb.analysis.runstate import SETTINGS, RunState, fill_config, format_duration
 from lanenb.charts import vocabulary
+from lanenb.contract.status import JobStatus
 from lanenb.jobs import RunDirGoneError
-from lanenb.jobs.job import Job
+from lanenb.jobs.job import RESUMABLE, SUSPENDABLE, Job
 from lanenb.notebook.charts_widget import LiveCharts
 from lanenb.notebook.fallback import StaticFallback
 
 _ERROR = vocabulary.colour("error")
+# the states ``Job.suspend`` and ``Job.resume`` accept (the job's own rule), as RunState names them
+_CAN_SUSPEND = frozenset(s.value for s in SUSPENDABLE)
+_CAN_RESUME = frozenset(s.value for s in RESUMABLE)
+_HIDDEN, _SHOWN = "none", ""
 
 __all__ = ["JobView"]
 
@@ -80,6 +89,8 @@ class JobView(StaticFallback, widgets.VBox):
         self.final = False
         self.refreshes = 0
         self.last_error: str | None = None
+        self._acting: str | None = None  # the button action running now ("suspend" ...), if any
+        self.action_thread: threading.Thread | None = None
         self.state: RunState
         self.cursor: str | None
         earlier = _VIEWS.get(job.name)
@@ -99,6 +110,16 @@ class JobView(StaticFallback, widgets.VBox):
         self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop",
                                           tooltip="cancel this job (every rank)")
         self.stop_button.on_click(self._on_stop)
+        self.suspend_button = widgets.Button(description="Suspend", icon="pause",
+                                             tooltip=f"checkpoint job {job.name} at the next step and free its cores")
+        self.suspend_button.on_click(self._on_suspend)
+        self.resume_button = widgets.Button(description="Resume", icon="play",
+                                            tooltip=f"continue job {job.name} from its checkpoint")
+        self.resume_button.on_click(self._on_resume)
+        self.apply_button = widgets.Button(description="Apply", icon="wrench")
+        self.apply_button.on_click(self._on_apply)
+        self._change: dict[str, Any] | None = None  # the shown verdict's change (what Apply applies)
+        self.message = widgets.HTML()  # what the last Suspend/Resume/Apply did, or why it failed
         self.banner = widgets.HTML()
         self.ranks = widgets.HTML()
         self.charts = LiveCharts(layout=widgets.Layout(width="100%"))
@@ -109,7 +130,10 @@ class JobView(StaticFallback, widgets.VBox):
         self.errors_only.observe(lambda _c: self._render_log(), names="value")
         self.log_pane = widgets.HTML()
         super().__init__(children=[
-            self.title, self.verdict, widgets.HBox([self.progress, self.eta, self.stop_button]), self.banner,
+            self.title, self.verdict,
+            widgets.HBox([self.progress, self.eta, self.stop_button, self.suspend_button, self.resume_button,
+                          self.apply_button]),
+            self.message, self.banner,
             self.ranks, self.charts, widgets.HBox([self.rank_filter, self.errors_only]), self.log_pane,
         ], **kwargs)
         _VIEWS[job.name] = self
@@ -225,6 +249,94 @@ class JobView(StaticFallback, widgets.VBox):
 
         threading.Thread(target=stop, daemon=True).start()
 
+    def _on_suspend(self, _button: Any = None) -> None:
+        self._act("suspend", "suspending", self.job.suspend)
+
+    def _on_resume(self, _button: Any = None) -> None:
+        self._act("resume", "resuming", self.job.resume)
+
+    def _on_apply(self, _button: Any = None) -> None:
+        change = self._change
+        if change is None:
+            return
+        setting, value = change["setting"], change["value"]
+        words = f"{SETTINGS.get(setting, setting)} {value}"
+        self._act(f"apply {words}", f"applying {words}", lambda: self.job.apply_change(setting, value))
+
+    def _act(self, verb: str, doing: str, action: Callable[[], JobStatus]) -> None:
+        """Run ``action`` (Suspend, Resume, Apply: seconds, it waits for the ranks) on a thread
+        of its own, not the kernel's (``action_thread``); the three buttons are disabled
+        meanwhile and the message line says what happened, or the error in one line."""
+        with self._lock:
+            if self._acting is not None:
+                return
+            self._acting = verb
+        name = html.escape(self.job.name)
+        self.message.value = f"{html.escape(doing)} <b>{name}</b>..."
+        self._show_controls()
+
+        def work() -> None:
+            try:
+                status = action()
+            except Exception as exc:  # the job's words (JobStateError, SpecError ...), never a traceback
+                self.message.value = (f"<div style='color:{_ERROR}'>could not {html.escape(verb)} <b>{name}</b>: "
+                                      f"{html.escape(str(exc))}</div>")
+            else:
+                self.message.value = f"<b>{name}</b>: {html.escape(str(status))}"
+                with self._lock:
+                    self.state.fold_status(status)  # the newest truth; the next poll agrees
+                if self.final and not status.state.finished and not self._stop.is_set():
+                    self.final = False  # a preempted run resumed: follow it again
+                    self.stop_button.disabled = False
+                    self.start()
+            finally:
+                with self._lock:
+                    self._acting = None
+                self._render()
+
+        self.action_thread = threading.Thread(target=work, name=f"lanenb-{verb.split()[0]}-{self.job.name}",
+                                              daemon=True)
+        self.action_thread.start()
+
+    def _show_controls(self, verdict_change: Any = ...) -> None:
+        """Suspend while the job may be suspended, Resume while it may be resumed, Apply with a
+        change the backend can make on resume, each only where the backend can; all disabled
+        while one action runs. ``verdict_change``: the shown verdict's change, kept for Apply
+        (left out: the last one drawn)."""
+        if verdict_change is not ...:
+            self._change = verdict_change
+        with self._lock:
+            state, busy, change = self.state.state, self._acting is not None, self._change
+        can = self._backend_abilities()
+        suspendable = state in _CAN_SUSPEND and can["suspend"]
+        resumable = state in _CAN_RESUME and can["resume"]
+        offer = (change if suspendable and can["resume"] and isinstance(change, dict)
+                 and change.get("setting") in can["changes"] else None)
+        self.suspend_button.layout.display = _SHOWN if suspendable else _HIDDEN
+        self.resume_button.layout.display = _SHOWN if resumable else _HIDDEN
+        self.apply_button.layout.display = _SHOWN if offer is not None else _HIDDEN
+        if offer is not None:
+            setting, value = offer["setting"], offer["value"]
+            self.apply_button.description = f"Apply: {SETTINGS.get(setting, setting)} {value}"
+            self.apply_button.tooltip = (f"suspend job {self.job.name} at a step boundary and resume it with "
+                                         f"{setting}={value} (the doctor's advice)")
+        for button in (self.suspend_button, self.resume_button, self.apply_button):
+            button.disabled = busy
+
+    def _backend_abilities(self) -> dict[str, Any]:
+        """What the job's backend can do here (asked once): suspend, resume, the settings a
+        resume may change. A backend that cannot be built here (no cluster) offers nothing."""
+        found = getattr(self, "_abilities", None)
+        if found is None:
+            try:
+                backend = self.job.backend
+                found = {"suspend": backend.can("suspend"), "resume": backend.can("resume"),
+                         "changes": frozenset(backend.resume_changes)}
+            except Exception:  # the buttons are an offer: none rather than a broken view
+                found = {"suspend": False, "resume": False, "changes": frozenset()}
+            self._abilities = found
+        return found
+
     def _render(self, charts: bool = False) -> None:
         with self._lock:
             s = self.state
@@ -267,6 +379,7 @@ class JobView(StaticFallback, widgets.VBox):
                                      f"{html.escape(str(first['type']))}: {html.escape(str(first['message']))}"
                                      f"</b></div>")
             self.ranks.value = rank_rows
+            self._show_controls(None if verdict is None else verdict.change)
             options = [("all ranks", "all"), ("launcher", None)] + [(f"rank {r}", r) for r in ranks]
             if [o[1] for o in self.rank_filter.options] != [o[1] for o in options]:
                 self.rank_filter.options = options

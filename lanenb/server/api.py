@@ -23,7 +23,7 @@ from lanenb.analysis.runstate import tail_state
 from lanenb.analysis.summary import error_summary, job_summary
 from lanenb.errors import UserError
 from lanenb.home import lanenb_home
-from lanenb.jobs import JobRegistry, JobState, get_job, list_jobs
+from lanenb.jobs import JobRegistry, get_job, list_jobs
 from lanenb.server.feeds import MAX_LINES, Feeds
 
 __all__ = ["ConfirmationError", "HiddenTargetError", "list_job_summaries", "job_detail", "stop_job", "job_updates",
@@ -219,11 +219,9 @@ def apply_change(name: str, setting: Any, value: Any) -> payloads.StopReply:
     """
     if not isinstance(setting, str) or not setting:
         raise UserError(f"setting={setting!r}: must name a setting, e.g. \"num_workers\"")
-    job = get_job(name)
-    job.resume_spec(**{setting: value})  # a bad change is refused while the run still runs
-    if job.status().state not in (JobState.SUSPENDED, JobState.PREEMPTED):
-        job.suspend()
-    return resume_job(name, {setting: value})
+    status = cast(payloads.JobStatus, get_job(name).apply_change(setting, value).to_dict())
+    _forget_list()
+    return {"name": name, "status": status}
 
 
 def job_updates(name: str, cursor: str | None = None, max_lines: int = MAX_LINES, *,

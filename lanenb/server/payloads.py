@@ -82,6 +82,10 @@ class Figure(TypedDict):
     fp: float | None
     fn: float | None
     frames: int | None
+    official_accuracy: float | None  # the official 200 ms rule's score (the headline scores the lanes)
+    over_time_frames: int | None  # frames that rule zeroed
+    latency_ms_p50: float | None
+    realtime: str  # "12/40 frames over the 200 ms real-time limit ...; official score 0.71", or ""
 
 
 class Headline(Figure):
