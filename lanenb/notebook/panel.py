@@ -135,7 +135,7 @@ class TrainPanel(widgets.VBox):
         self._defaults = TrainSpec.fold_sections(defaults)
         self.sections = self._option_sections(style)
         self.launch = widgets.Button(description="Launch", button_style="primary", icon="play")
-        self.stop = widgets.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
+        self.stop = widgets.Button(description="Stop", button_style="", icon="stop", disabled=True)
         self.message = widgets.HTML()
         self.output = widgets.Output()
         self.launch.on_click(self._on_launch)
@@ -350,6 +350,7 @@ class TrainPanel(widgets.VBox):
             return None
         self.job = job
         self.stop.disabled = False
+        self.stop.button_style = "danger"
         self.message.value = f"launched <b>{html.escape(job.name)}</b>"
         self.view = JobView(job, start=False)
         self.view.stop_button.layout.display = "none"  # the panel's Stop does the same
@@ -366,6 +367,7 @@ class TrainPanel(widgets.VBox):
             pass
         if self.job is job:
             self.stop.disabled = True
+            self.stop.button_style = ""  # nothing left to stop: grey, not a red alarm
             self.check()
 
     def _on_stop(self, _button: Any = None) -> None:

@@ -162,7 +162,7 @@ class JobView(StaticFallback, widgets.VBox):
                 self.last_error = str(exc)
                 self.banner.value = (f"<div style='color:{_ERROR}'><b>stopped following</b>: "
                                      f"{html.escape(str(exc))}</div>")
-                self.stop_button.disabled = True
+                self._retire_stop()
                 return
             except Exception as exc:  # a flaky API server must not kill the view
                 failures += 1
@@ -171,6 +171,11 @@ class JobView(StaticFallback, widgets.VBox):
                                      f"({html.escape(self.last_error)}); retrying</div>")
             delay = self.refresh_s * min(2 ** failures, 30)
             self._stop.wait(max(0.0, delay - (time.monotonic() - t0)))
+
+    def _retire_stop(self) -> None:
+        """Nothing left to stop: the button greys out (a red disabled Stop read as an alarm)."""
+        self.stop_button.disabled = True
+        self.stop_button.button_style = ""
 
     def update(self) -> bool:
         """Poll once, fold, redraw: what the thread does every ``refresh`` seconds, callable
@@ -190,7 +195,7 @@ class JobView(StaticFallback, widgets.VBox):
         if batch.final:
             self._render(charts=True)
             self._render_png()
-            self.stop_button.disabled = True
+            self._retire_stop()
             self.final = True
             self.refresh_display()
             return True
@@ -371,8 +376,9 @@ class JobView(StaticFallback, widgets.VBox):
                 self.progress.value = progress
             self.progress.bar_style = {"succeeded": "success", "failed": "danger",
                                        "cancelled": "warning"}.get(s.state, "info")
+            # "done" only for a run that succeeded; a failed, cancelled or preempted one says so
             self.eta.value = (f"ETA {format_duration(eta)}" if eta is not None
-                              else ("done" if s.finished else ""))
+                              else ("done" if s.state == "succeeded" else s.state if s.finished else ""))
             if errors:
                 first = errors[0]
                 self.banner.value = (f"<div style='color:{_ERROR}'><b>rank {first['rank']} failed: "

@@ -89,6 +89,8 @@ def test_view_shows_the_first_error_and_stop_cancels(scripted):
     assert wait_for(lambda: view.final, 30)
     assert "rank 1 failed: RuntimeError: loss is NaN" in view.banner.value
     assert "color:var(--lanenb-error" in view.log_pane.value and view.progress.bar_style == "danger"
+    # the end says how it ended ("done" is for a success), and the Stop left has nothing to stop: grey
+    assert view.eta.value == "failed" and view.stop_button.disabled and view.stop_button.button_style == ""
     view.errors_only.value = True
     assert "plain output" not in view.log_pane.value and "loss is NaN" in view.log_pane.value
 
@@ -98,6 +100,7 @@ def test_view_shows_the_first_error_and_stop_cancels(scripted):
     view.stop_button.click()
     assert wait_for(lambda: view.final, 30)
     assert job.status().state == JobState.CANCELLED and "cancelled" in view.title.value
+    assert view.eta.value == "cancelled" and view.stop_button.button_style == ""
 
 
 def test_closing_the_view_stops_its_thread_and_a_second_view_continues(scripted):
