@@ -6,16 +6,24 @@ written.
   which imports no torch), so the page cannot drift from the flags.
 - The cluster admin's page is ``deploy/README.md``, beside the manifests it applies; the site
   shows that file as ``guide/cluster-setup.md`` instead of keeping a copy.
+- A notebook page's table of contents: mkdocs-jupyter drops every code span from the headings
+  it lists (``2. Train with `%lanetrain` `` read "2. Train with", linked to an anchor no heading
+  has); it is made again from the markdown cells, code spans kept, as a Markdown page's is.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
+import markdown
+from markdown.extensions.toc import TocExtension
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.toc import AnchorLink, TableOfContents
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_MARKER = "<!-- lanenb-cli-help -->"
@@ -34,6 +42,31 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     if CLI_MARKER not in markdown:
         return markdown
     return markdown.replace(CLI_MARKER, cli_reference())
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    if page.file.src_uri.endswith(".ipynb"):
+        page.toc = notebook_toc(Path(page.file.abs_src_path))
+    return html
+
+
+def notebook_toc(path: Path) -> TableOfContents:
+    """The headings of a notebook's markdown cells, as Python-Markdown's ``toc`` extension makes
+    them for a page (the anchors are the ones nbconvert gives the headings); each entry's title
+    keeps its code spans (Material shows ``typeset.title``, as its typeset plugin sets it)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.M | re.S)  # a "# comment" in a fence is no heading
+    md = markdown.Markdown(extensions=[TocExtension()])
+    md.convert(text)
+
+    def link(token: dict[str, Any]) -> AnchorLink:
+        anchor = AnchorLink(token["name"], token["id"], token["level"])
+        anchor.typeset = {"title": token["html"]}  # type: ignore[attr-defined]
+        anchor.children = [link(t) for t in token["children"]]
+        return anchor
+
+    return TableOfContents([link(t) for t in md.toc_tokens])
 
 
 def commands(parser: argparse.ArgumentParser, prog: str = "lanenb") -> list[tuple[str, argparse.ArgumentParser]]:

@@ -9,13 +9,30 @@ registry's links (which job made it, and its accuracy).
 from __future__ import annotations
 
 import argparse
+import html
 import os
 from typing import Any, TypeVar
 
 from lanenb.snapshots.base import Snapshot, SnapshotInputError, fmt_size
 from lanenb.tables import Table
 
-__all__ = ["add_snap_arguments", "run_snap", "versions_table", "snapshot_job"]
+__all__ = ["add_snap_arguments", "run_snap", "versions_table", "snapshot_job", "EMPTY_HINT"]
+
+# What an empty list says: words, then commands. In HTML each command is code that never
+# wraps (a narrow panel broke "--snapshot" after its first hyphen); as text, the plain line.
+_EMPTY_PARTS = (("no snapshots yet (", False), ("lanenb snap create DIR", True), (", or train with ", False),
+                ("--snapshot", True), (")", False))
+EMPTY_HINT = "".join(text for text, _ in _EMPTY_PARTS)
+EMPTY_HINT_HTML = "<i>" + "".join(
+    f"<code style='white-space:nowrap'>{html.escape(text)}</code>" if code else html.escape(text)
+    for text, code in _EMPTY_PARTS) + "</i>"
+
+
+class _VersionsTable(Table):
+    """A ``Table`` whose empty hint keeps its commands whole in HTML."""
+
+    def html(self) -> str:
+        return EMPTY_HINT_HTML if not self.rows else super().html()
 
 
 _Parser = TypeVar("_Parser", bound=argparse.ArgumentParser)
@@ -92,8 +109,8 @@ def versions_table(snapshots: list[Snapshot], links: dict[tuple[str, str], dict[
     rows = [[s.id, s.name, snapshot_job(s, links), s.labels.get("role", "-"), s.labels.get("accuracy", "-"),
              s.created_text, fmt_size(s.size), s.volume, "ready" if s.ready else (s.error or "not ready")]
             for s in snapshots]
-    return Table(["id", "name", "job", "role", "accuracy", "date", "size", "volume", "state"], rows,
-                 empty="no snapshots yet (lanenb snap create DIR, or train with --snapshot)")
+    return _VersionsTable(["id", "name", "job", "role", "accuracy", "date", "size", "volume", "state"], rows,
+                          empty=EMPTY_HINT)
 
 
 def registry_links() -> dict[tuple[str, str], dict[str, Any]]:

@@ -1,8 +1,10 @@
 """One Job API over every backend (local mpirun, Kubernetes MPIJob).
 
-    from lanenb.jobs import TrainSpec, submit, get_job
-    job = submit(TrainSpec(dataset="data/tusimple", processes=2, epochs=1))
-    for line in job.logs(follow=True): print(line)
+```python
+from lanenb.jobs import TrainSpec, submit, get_job
+job = submit(TrainSpec(dataset="data/tusimple", processes=2, epochs=1))
+for line in job.logs(follow=True): print(line)
+```
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """``SnapshotBrowser()``: the versions of datasets and runs in a notebook.
 
 A table of snapshots (job, accuracy, date, size), a list to pick from, **Diff** for two picked
-versions, **Restore** for one: it asks for a new directory / PVC name and restores only after
-**Confirm** (never into an existing target); **Retrain** does the same, then submits a job with
-the settings of the run that made the snapshot (``lanenb.retrain``; ``self.job``).
+versions (once two are picked its label names them, older first: "Diff ab12cd34 → ef56ab78"),
+**Restore** for one: it asks for a new directory / PVC name and restores only after **Confirm**
+(never into an existing target); **Retrain** does the same, then submits a job with the settings
+of the run that made the snapshot (``lanenb.retrain``; ``self.job``).
 Errors show as a red line, not a traceback.
 """
 
@@ -21,6 +22,7 @@ from lanenb.snapshots import SnapshotError, SnapshotStore, get_store
 from lanenb.snapshots.base import fmt_size
 
 _ERROR = vocabulary.colour("error")
+DIFF_LABEL = "Diff two picked versions"  # until two are picked; then "Diff <older> → <newer>"
 
 __all__ = ["SnapshotBrowser"]
 
@@ -50,7 +52,9 @@ class SnapshotBrowser(widgets.VBox):
         self.table = widgets.HTML()
         self.pick = widgets.SelectMultiple(options=[], rows=6, description="versions",
                                            layout=widgets.Layout(width="95%"))
-        self.diff_button = widgets.Button(description="Diff", tooltip="files added/removed/changed between two")
+        self.diff_button = widgets.Button(description=DIFF_LABEL, layout=widgets.Layout(width="auto"),
+                                          tooltip="files added, removed and changed from the older picked "
+                                                  "version to the newer")
         self.restore_button = widgets.Button(description="Restore", tooltip="restore one into a new volume")
         self.retrain_button = widgets.Button(description="Retrain",
                                              tooltip="restore one into a new volume and train on it again")
@@ -70,6 +74,7 @@ class SnapshotBrowser(widgets.VBox):
         self.confirm_button.on_click(lambda _: self.confirm_restore())
         self.cancel_button.on_click(lambda _: self._hide_confirm())
         self.refresh_button.on_click(lambda _: self.refresh())
+        self.pick.observe(lambda _: self._label_diff(), names="value")
         buttons = widgets.HBox([self.diff_button, self.restore_button, self.retrain_button, self.refresh_button])
         super().__init__([self.table, self.pick, buttons, self.confirm_box, self.message, self.result])
         self.refresh()
@@ -94,14 +99,26 @@ class SnapshotBrowser(widgets.VBox):
         self.pick.options = [((f"{s.id}  {s.name}  job={snapshot_job(s, links)}  acc={s.labels.get('accuracy', '-')}  "
                                f"{s.created_text}  {fmt_size(s.size)}"), s.id) for s in self.snapshots]
 
-    def diff_selected(self) -> None:
-        """Show the files that differ between the two picked versions (older -> newer)."""
+    def _picked_pair(self) -> tuple[str, str] | None:
+        """The two picked ids, older first, or ``None`` unless exactly two are picked."""
         chosen = list(self.pick.value)
         if len(chosen) != 2:
-            self._error(ValueError(f"pick exactly two versions to diff (picked {len(chosen)})"))
-            return
+            return None
         order = [s.id for s in self.snapshots]
-        a, b = sorted(chosen, key=order.index)  # older -> newer
+        a, b = sorted(chosen, key=lambda i: order.index(i) if i in order else len(order))
+        return a, b
+
+    def _label_diff(self) -> None:
+        pair = self._picked_pair()
+        self.diff_button.description = f"Diff {pair[0]} → {pair[1]}" if pair else DIFF_LABEL
+
+    def diff_selected(self) -> None:
+        """Show the files that differ between the two picked versions (older -> newer)."""
+        pair = self._picked_pair()
+        if pair is None:
+            self._error(ValueError(f"pick exactly two versions to diff (picked {len(self.pick.value)})"))
+            return
+        a, b = pair  # older -> newer
         try:
             diff = self.store.diff(a, b)
         except (UserError, SnapshotError) as exc:

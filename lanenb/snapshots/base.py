@@ -364,6 +364,23 @@ class SnapshotStore(ABC):
         """
         raise SnapshotNotSupportedError(f"diff is not available on {self.name or type(self).__name__} snapshots")
 
+    def unchanged_since(self, volume: str, id: str | Snapshot) -> bool:
+        """Whether ``volume`` still holds what snapshot ``id`` of it holds, so a new snapshot
+        would be a copy of that one (``--snapshot`` runs reuse it instead of taking another).
+
+        Args:
+            volume: a directory (local store) or a PVC name.
+            id: a snapshot of that volume (a ``Snapshot``, or its id, unique prefix or name).
+
+        Returns:
+            ``True`` only when the store can tell nothing changed; ``False`` when something did
+            or the store cannot tell (the default: take a new snapshot).
+
+        Raises:
+            SnapshotNotFoundError: no such snapshot.
+        """
+        return False
+
     def files(self, id: str | Snapshot) -> builtins.list[FileEntry]:  # list: the method above
         """The files inside a snapshot, without restoring it.
 

@@ -11,7 +11,8 @@ non-exclusive repository locks); ``forget --prune`` takes the exclusive lock and
 
 Layout under ``$LANENB_HOME/snapshots/``: ``repo/`` (the restic repository), ``password``
 (generated, mode 0600, never printed or logged), ``meta/<id>.json`` (sizes from the backup
-summary: a cache, recomputed with ``restic stats`` when missing), ``cache/`` (restic's cache).
+summary: a cache, recomputed with ``restic stats`` when missing; with the volume's manifest
+digest, ``unchanged_since``'s answer), ``cache/`` (restic's cache).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import builtins
 import ctypes
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -29,7 +31,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,53 @@ def _home() -> Path:
     from lanenb.home import lanenb_home
 
     return lanenb_home()
+
+
+def _pattern(path: Path) -> str:
+    """``path`` as a restic exclude pattern matching that path only: absolute, so a folder of the
+    same name deeper down stays in, with the glob characters escaped (restic matches each part
+    with Go's ``filepath.Match``)."""
+    return re.sub(r"([][*?\\])", r"\\\1", str(path))
+
+
+def check_exclude(exclude: Sequence[str]) -> list[str]:
+    """``exclude`` as clean relative paths inside a volume (``pids``, ``logs/x.err``)."""
+    if isinstance(exclude, (str, bytes)):
+        raise SnapshotInputError(f"exclude must be a list of relative paths, got {exclude!r}")
+    out = []
+    for item in exclude:
+        parts = Path(item).parts if isinstance(item, str) else ()
+        if not parts or Path(item).is_absolute() or ".." in parts:
+            raise SnapshotInputError(f"exclude {item!r}: must be a path relative to the volume, inside it")
+        out.append(str(Path(*parts)))
+    return sorted(set(out))
+
+
+def manifest(root: Path, exclude: Sequence[str] = ()) -> str:
+    """A digest of what restic's change detection looks at, for every entry under ``root`` but the
+    excluded ones: relative path, mode, size, modification and change times (ns), inode, and a
+    symlink's target. Equal digests mean nothing was added, removed, written or renamed; the
+    change time cannot be set back, so a file rewritten to look as before still differs.
+
+    Raises:
+        OSError: an entry could not be read (then nobody can tell: take a new snapshot).
+    """
+    skip = set(exclude)
+    digest = hashlib.sha256()
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    for folder, dirs, files in os.walk(root, onerror=fail):  # symlinks are not followed
+        base = Path(folder).relative_to(root)
+        dirs[:] = sorted(d for d in dirs if str(base / d) not in skip)
+        for name in sorted(dirs + [f for f in files if str(base / f) not in skip]):
+            rel = base / name
+            st = os.lstat(root / rel)
+            target = os.readlink(root / rel) if os.path.islink(root / rel) else ""
+            digest.update(os.fsencode(f"{rel}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
+                                      f"{st.st_ino}\0{target}\n"))
+    return digest.hexdigest()
 
 
 def rename_noreplace(src: Path, dst: Path) -> None:
@@ -252,8 +301,9 @@ class ResticStore(SnapshotStore):
 
     # ------------------------------------------------------------------ API
     def create(self, volume: str | os.PathLike, labels: Mapping[str, Any] | None = None, *,
-               name: str | None = None, progress: bool = False) -> Snapshot:
-        # The docstring is SnapshotStore.create's (what Shift-Tab shows). How: one restic call
+               name: str | None = None, progress: bool = False, exclude: Sequence[str] = ()) -> Snapshot:
+        # The docstring is SnapshotStore.create's (what Shift-Tab shows); ``exclude`` (this store
+        # only): paths relative to the volume left out, files or whole folders. How: one restic call
         # (``backup``) for a generated name; a given name costs one more (the listing that proves
         # it unique). restic picks the parent itself (the newest snapshot of the same host and
         # absolute path: we pin the host), so unchanged files are not re-read; the new id comes
@@ -266,9 +316,15 @@ class ResticStore(SnapshotStore):
                 raise SnapshotInputError(f"a snapshot named {name!r} already exists; pick another name")
         else:  # time + 24 random bits: unique without a listing
             name = f"{slug(path.name)}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+        exclude = check_exclude(exclude)
         tag_list = [f"{NAME_TAG}={name}"] + [f"{k}={v}" for k, v in tags.items()]
-        argv = [self._binary(), "backup", "--json", "--host", HOST, "--tag", ",".join(tag_list), "."]
+        argv = [self._binary(), "backup", "--json", "--host", HOST, "--tag", ",".join(tag_list)]
+        argv += [arg for rel in exclude for arg in ("--exclude", _pattern(path / rel))] + ["."]
         started = time.time()
+        try:  # before the backup: a file written while restic reads it then differs next time
+            seen: str | None = manifest(path, exclude)
+        except OSError:
+            seen = None
         summary = self._backup(argv, path, progress)
         short = summary["snapshot_id"]
         found = self._ids_on_disk(short)
@@ -276,7 +332,8 @@ class ResticStore(SnapshotStore):
         make_private_dir(self.meta_dir)
         write_json(self.meta_dir / f"{full}.json", {
             "size": summary.get("total_bytes_processed"), "files": summary.get("total_files_processed"),
-            "data_added": summary.get("data_added"), "created": started}, indent=None)
+            "data_added": summary.get("data_added"), "created": started, "volume": str(path),
+            "exclude": exclude, "manifest": seen}, indent=None)
         return self._to_snapshot({"id": full, "short_id": full[:8], "paths": [str(path)], "tags": tag_list})
 
     def _backup(self, argv: list[str], cwd: Path, progress: bool) -> dict[str, Any]:
@@ -356,6 +413,24 @@ class ResticStore(SnapshotStore):
             changes.append(FileChange(path=msg["path"], change=kind, size_before=sizes[0].get(msg["path"]),
                                       size_after=sizes[1].get(msg["path"])))
         return SnapshotDiff(a=fa[:8], b=fb[:8], changes=changes)
+
+    def unchanged_since(self, volume: str | os.PathLike, id: str | Snapshot) -> bool:
+        # The docstring is SnapshotStore.unchanged_since's. How: the manifest digest taken when
+        # this store made the snapshot (meta/<id>.json) against one taken now; no restic call for
+        # an id. Not restic's own ``backup --dry-run`` counters: they miss an entry removed from
+        # the top folder (only the root tree differs, and no counter covers the root).
+        path = self._volume(volume)
+        full = self._full_id(id)
+        try:
+            meta = json.loads((self.meta_dir / f"{full}.json").read_text())
+        except (OSError, ValueError):
+            return False  # made elsewhere, or the cache was cleared: nobody can tell
+        if not meta.get("manifest") or meta.get("volume") != str(path):
+            return False
+        try:
+            return manifest(path, meta.get("exclude") or ()) == meta["manifest"]
+        except OSError:
+            return False
 
     def restore(self, id: str | Snapshot, new_volume: str | os.PathLike, *, progress: bool = False) -> str:
         if not isinstance(new_volume, (str, os.PathLike)) or not str(new_volume).strip():

@@ -72,6 +72,66 @@ def test_the_site_builds_with_every_part(site):
     assert "data:image/png;base64" in quickstart  # the run's charts, from the executed copy
 
 
+def api_object(html: str, ident: str) -> str:
+    """The HTML of one object on an API page: from its heading to the next object's heading."""
+    start = html.index(f'id="{ident}"')
+    following = re.compile(r'<h\d id="[^"]+" class="doc doc-heading"').search(html, start)
+    return html[start:following.start() if following else len(html)]
+
+
+def test_a_docstring_example_renders_as_code(site):
+    jobs = page(site, "reference/api/jobs")
+    module = api_object(jobs, "lanenb.jobs")
+    example = re.search(r"<pre><span></span><code>(.*?)</code></pre>", module, re.S)
+    assert example, "the lanenb.jobs example is not a code block"
+    assert "job.logs(follow=True)" in words(example.group(1))
+    assert "<p>from lanenb.jobs import" not in module  # the run-on paragraph it was
+
+
+def test_signatures_show_default_values_not_the_names_they_come_from(site):
+    spec = words(api_object(page(site, "reference/api/jobs"), "lanenb.jobs.TrainSpec"))
+    from lanenb.jobs import TrainSpec
+
+    defaults = TrainSpec(dataset="d")
+    assert f"batch_size: int = {defaults.batch_size}" in spec and "batch_size: int = 8" in spec
+    assert f'engine: str = "{defaults.engine}"' in spec and f"use_val: bool = {defaults.use_val}" in spec
+    shown = [html.relative_to(site) for html in (site / "reference" / "api").rglob("*.html")
+             if "_TRAINER" in html.read_text(encoding="utf-8")]
+    assert not shown, f"defaults shown as the private name they come from on {shown}"
+
+
+def toc_links(html: str) -> list[tuple[str, str]]:
+    """``(anchor, inner HTML)`` of each entry of a page's table of contents (Material's sidebar)."""
+    toc = html[html.index('aria-label="Table of contents"'):]
+    toc = toc[:toc.index("</nav>")]
+    return re.findall(r'<a href="#([^"]+)" class="md-nav__link">\s*<span class="md-ellipsis">(.*?)</span>\s*</a>',
+                      toc, re.S)
+
+
+def test_a_notebook_pages_contents_keep_code_spans_and_link_to_their_headings(site):
+    entries = toc_links(page(site, "notebooks/01-quickstart"))
+    train = [inner for anchor, inner in entries if anchor == "2-train-with-lanetrain"]
+    assert train and "<code>%lanetrain</code>" in train[0], entries
+    for name in sorted(p.stem for p in (DOCS / "notebooks").glob("*.ipynb")):
+        html = page(site, f"notebooks/{name}")
+        ids = set(re.findall(r'id="([^"]+)"', html))
+        assert toc_links(html) and {a for a, _ in toc_links(html)} <= ids, f"{name}: a contents entry links nowhere"
+
+
+def test_the_sweeps_guide_shows_a_sweep_report(site):
+    text = (DOCS / "guide" / "sweeps.md").read_text(encoding="utf-8")
+    images = re.findall(r"!\[[^\]]*\]\(([^)\s]+\.png)\)", text)
+    assert images, "docs/guide/sweeps.md has no picture"
+    for image in images:
+        assert (DOCS / "guide" / image).resolve().read_bytes().startswith(b"\x89PNG")
+    assert "sweep-report.png" in page(site, "guide/sweeps")
+    spec = importlib.util.spec_from_file_location("docs_sweep_image", REPO / "scripts" / "docs_sweep_image.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    # the picture is the executed sweep notebook's own report chart (scripts/docs_sweep_image.py)
+    assert (DOCS / "images" / "sweep-report.png").read_bytes() == script.sweep_chart_png()
+
+
 def test_the_build_fails_on_a_broken_link_or_anchor_or_a_page_left_out(tmp_path):
     """The repo's own validation settings, on a two-page site with one mistake of each kind: the
     build must stop and name each (so a broken link in docs/ fails CI, as the first test shows)."""
