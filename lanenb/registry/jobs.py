@@ -50,7 +50,7 @@ __all__ = ["lanenb_home", "make_private_dir", "JobRecord", "JobRegistry", "JobEx
 
 FINAL_STATES = tuple(sorted(s.value for s in JobState if s.finished))
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a snapshot may be linked to several jobs (an unchanged dataset's is reused)
 BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA = """
@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS job_snapshots (
     role      TEXT NOT NULL,
     volume    TEXT NOT NULL,
     created   REAL NOT NULL,
-    PRIMARY KEY (store, snapshot)
+    PRIMARY KEY (job, store, snapshot)
 );
 CREATE INDEX IF NOT EXISTS job_snapshots_job ON job_snapshots(job);
 """
@@ -89,6 +89,23 @@ _WARNED_NETWORK: set[str] = set()  # registries this process has already warned 
 # files this process has opened and set up (schema, journal mode): a JobRegistry() made for
 # every request of a server then costs one stat, not a schema check and a /proc/mounts read
 _READY: dict[tuple[str, int, int, str | None], tuple[Mount | None, str]] = {}
+
+
+def _migrate_links(conn: sqlite3.Connection) -> None:
+    """Version 1's ``job_snapshots`` keyed a snapshot to one job, so a second job reusing an
+    unchanged dataset's snapshot took the first one's link; its rows move to the (job, store,
+    snapshot) key, inside the schema write's transaction."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='job_snapshots'").fetchone()
+    if row is None or "PRIMARY KEY (store, snapshot)" not in (row[0] or ""):
+        return
+    conn.execute("ALTER TABLE job_snapshots RENAME TO job_snapshots_v1")
+    conn.execute("DROP INDEX IF EXISTS job_snapshots_job")
+    for statement in _SCHEMA.split(";"):
+        if "job_snapshots" in statement and statement.strip():
+            conn.execute(statement)
+    conn.execute("INSERT OR IGNORE INTO job_snapshots SELECT job, store, snapshot, role, volume, created "
+                 "FROM job_snapshots_v1")
+    conn.execute("DROP TABLE job_snapshots_v1")
 
 
 class JobExistsError(UserError, ValueError):
@@ -245,6 +262,7 @@ class JobRegistry:
                     "SELECT 1 FROM sqlite_master WHERE name='jobs_created_name'").fetchone():
                 # written once per file (and after an upgrade), not by every JobRegistry() of every kernel
                 with self._write_on(conn):
+                    _migrate_links(conn)
                     for statement in _SCHEMA.split(";"):  # executescript would commit first
                         if statement.strip():
                             conn.execute(statement)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lanenb.registry.jobs import JobRegistry
 from lanenb.snapshots.base import Snapshot, SnapshotInputError, SnapshotNotFoundError, SnapshotStore
 
 __all__ = ["dataset_snapshot_for", "retrain", "retrain_spec", "with_secrets"]
@@ -21,10 +22,18 @@ __all__ = ["dataset_snapshot_for", "retrain", "retrain_spec", "with_secrets"]
 
 def dataset_snapshot_for(store: SnapshotStore, snap: Snapshot) -> Snapshot:
     """The dataset version to retrain on: ``snap`` itself, or for a run-dir snapshot the newest
-    dataset snapshot its job made."""
+    dataset snapshot its job used: the registry's link first (an unchanged dataset's snapshot
+    is reused and keeps the label of the job that made it), then the snapshots' labels."""
     if snap.labels.get("role") != "run":
         return snap
     job = snap.labels.get("job")
+    linked = [link["snapshot"] for link in (JobRegistry().snapshot_links(job) if job else [])
+              if link["role"] == "dataset" and link["store"] == store.name]
+    for snapshot_id in reversed(linked):
+        try:
+            return store.get(snapshot_id)
+        except SnapshotNotFoundError:  # deleted from the store since: the labels may still know one
+            continue
     found = store.list(labels={"job": job, "role": "dataset"}) if job else []
     if not found:
         raise SnapshotInputError(f"snapshot {snap.id} is the run directory of job {job!r} and that job has no dataset "

@@ -90,3 +90,22 @@ def test_errors_name_the_job(tmp_path):
         reg.update("a", backend="kubernetes")
     reg.delete("a")
     assert reg.list() == []
+
+
+def test_a_version_1_registry_keeps_its_snapshot_links_and_lets_two_jobs_share_one(tmp_path):
+    """Version 1 keyed a snapshot to one job; opening such a file moves its links to the
+    (job, store, snapshot) key, and a snapshot reused by a second job stays the first's too."""
+    import sqlite3
+
+    from lanenb.registry.jobs import JobRegistry
+
+    path = tmp_path / "jobs.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE job_snapshots (job TEXT NOT NULL, store TEXT NOT NULL, snapshot TEXT NOT NULL, "
+                     "role TEXT NOT NULL, volume TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (store, snapshot))")
+        conn.execute("INSERT INTO job_snapshots VALUES ('a', 'local', 'abc123', 'dataset', '/data', 1.0)")
+        conn.execute("PRAGMA user_version=1")
+    reg = JobRegistry(path)
+    reg.add_snapshot("b", "local", "abc123", "dataset", "/data")
+    assert [(l["job"], l["snapshot"]) for l in reg.snapshot_links()] == [("a", "abc123"), ("b", "abc123")]
+    assert [l["job"] for l in reg.snapshot_links("a")] == ["a"]

@@ -81,23 +81,12 @@ def test_a_run_on_an_unchanged_dataset_reuses_its_snapshot_and_a_changed_one_get
         "label_data.json": "removed", "test_label.json": "added"}
 
 
-# Known gaps outside this change's files: strict, so each turns red once fixed (drop the marker then).
-REGISTRY_GAP = ("the registry keys a snapshot link by (store, snapshot): linking a reused snapshot to a second job "
-                "moves it away from the first (lanenb/registry/jobs.py job_snapshots needs PRIMARY KEY (job, store, "
-                "snapshot))")
-RETRAIN_GAP = ("lanenb/workflows/retrain.py dataset_snapshot_for finds a run's dataset snapshot by its job label; a "
-               "reused one carries the first job's label, so it needs the registry's links "
-               "(JobRegistry.snapshot_links(job)) first")
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=REGISTRY_GAP)
 def test_the_first_job_keeps_its_dataset_snapshot_after_a_later_job_reused_it(run_job):
     first, _, _ = run_job("keep-1")
     run_job("keep-2")
     assert "dataset" in _by_role(first)
 
 
-@pytest.mark.xfail(strict=True, raises=snaps.SnapshotInputError, reason=RETRAIN_GAP)
 def test_retrain_from_a_run_that_reused_its_dataset_snapshot_finds_that_snapshot(run_job):
     from lanenb.snapshots import get_store
     from lanenb.workflows.retrain import dataset_snapshot_for
