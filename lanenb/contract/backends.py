@@ -103,6 +103,7 @@ _BUILTIN = (
                       trains=False),
 )
 _DESCRIPTORS: dict[str, BackendDescriptor] = {d.name: d for d in _BUILTIN}
+_BUILTIN_NAMES = frozenset(_DESCRIPTORS)
 _BACKENDS: Registry[Backend] = Registry("backend", {d.name: d.factory for d in _BUILTIN}, error=BackendError)
 _REGISTRY: dict[str, Factory | str] = _BACKENDS.entries
 _entry_points_loaded = False
@@ -149,6 +150,11 @@ def load_entry_points(force: bool = False) -> list[str]:
         try:
             found = ep.load()
             descriptor = found() if callable(found) and not isinstance(found, BackendDescriptor) else found
+            if descriptor.name in _BUILTIN_NAMES and not descriptor.replaces_builtin:
+                log.warning("lanenb.backends entry point %r (%s) names the built-in backend %r: ignored (set "
+                            "replaces_builtin=True in its BackendDescriptor to replace it)", ep.name, ep.value,
+                            descriptor.name)
+                continue
             register_descriptor(descriptor)
         except Exception as exc:  # a third party's bug: say which, keep the rest usable
             log.warning("lanenb.backends entry point %r (%s) could not be loaded: %s", ep.name, ep.value, exc)

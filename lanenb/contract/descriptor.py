@@ -82,6 +82,8 @@ class BackendDescriptor:
             ``"module:attribute"``); runs inside ``TrainSpec.check`` after the job's own fields.
         trains: False for a backend that runs other jobs (its own spec type): found by
             ``get_job``, never offered for training.
+        replaces_builtin: an entry point may take a built-in backend's name (``local``) only
+            with this set: installing a package must not silently change where jobs run.
     """
 
     name: str
@@ -93,6 +95,7 @@ class BackendDescriptor:
     capabilities: Capabilities = field(default_factory=Capabilities)
     check: Callable[[TrainSpec], None] | str | None = None
     trains: bool = True
+    replaces_builtin: bool = False
 
     @property
     def options_key(self) -> str:

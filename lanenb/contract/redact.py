@@ -28,6 +28,7 @@ owner-only, and a strong credential cannot be guessed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -68,7 +69,11 @@ __all__ = [
     "redact_text",
     "redact_line",
     "redact_chunk",
+    "redact_output",
+    "redact_status",
     "remember_secrets",
+    "inherited_secrets",
+    "spellings",
     "fingerprints",
 ]
 
@@ -349,9 +354,11 @@ class Fingerprints:
         return self._hash(key, text, b"lanenb-secret", 16).hex()
 
     def add(self, values: Iterable[str]) -> int:
-        """Fingerprint ``values`` (those of at least :data:`MIN_SECRET_LEN` characters) once each;
-        returns how many were new. Appends whole lines (``O_APPEND``), so kernels never mix theirs."""
-        values = [v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LEN and v != REDACTED]
+        """Fingerprint ``values`` (those of at least :data:`MIN_SECRET_LEN` characters) once each,
+        in every spelling a log line may carry (:func:`spellings`); returns how many were new.
+        Appends whole lines (``O_APPEND``), so kernels never mix theirs."""
+        values = [s for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LEN and v != REDACTED
+                  for s in spellings(v)]
         if not values:
             return 0
         key = self._read_key(create=True)
@@ -438,13 +445,28 @@ def remember_secrets(spec: Mapping[str, Any], home: str | os.PathLike[str] | Non
     return fingerprints(home).add(secret_values(spec))
 
 
+def spellings(value: str) -> list[str]:
+    """``value`` as a line may carry it: raw, JSON-escaped (an ``@lanenb`` event's string escapes
+    ``"``, ``\\`` and, ASCII-only, every non-ASCII letter) and repr-escaped (a Python traceback or
+    a printed dict). A fingerprint of the raw value alone never matched inside an event line."""
+    forms = [value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1]]
+    return list(dict.fromkeys(f for f in forms if len(f) >= MIN_SECRET_LEN))
+
+
+def inherited_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of secret-named variables in this process's environment (``AWS_SECRET_ACCESS_KEY``
+    exported in the shell that started Jupyter): local ranks inherit them, and a rank may print
+    one, so they are fingerprinted at submit like the spec's own."""
+    return _named_secrets(dict(os.environ if environ is None else environ))
+
+
 def redact_text(text: str, env: Mapping[str, Any] | None = None) -> str:
     """``text`` (a log line, a rendered document) with every secret replaced by :data:`REDACTED`:
     the values of ``env`` that are secrets (the submitting process's own, real ones), any value
     fingerprinted in ``$LANENB_HOME`` (any job's, from any kernel) and credentials by shape."""
     if not isinstance(text, str) or len(text) < MIN_SECRET_LEN:
         return text
-    literal = sorted({v for v in _named_secrets(env) if len(v) >= MIN_SECRET_LEN}, key=len, reverse=True)
+    literal = sorted({s for v in _named_secrets(env) for s in spellings(v)}, key=len, reverse=True)
     for value in literal:
         text = text.replace(value, REDACTED)
     try:
@@ -466,3 +488,34 @@ def redact_chunk(chunk: LogChunk, env: Mapping[str, Any] | None = None) -> LogCh
 
     return LogChunk([(redact_line(line, env), cursor) for line, cursor in chunk.lines], chunk.cursor,
                     chunk.complete)
+
+
+def redact_output(data: Any, env: Mapping[str, Any] | None = None) -> Any:
+    """A copy of anything a backend returned (``describe()``'s dict, a status message, log tails):
+    every string through :func:`redact_text` (fingerprints, ``env``'s secrets, shapes) and
+    container ``env`` lists redacted by name. The job layer's seam: whatever the backend, a
+    built-in or a plug-in, nothing it says reaches the registry, the server or a notebook raw."""
+    if isinstance(data, str):
+        return redact_text(data, env)
+    if isinstance(data, Mapping):
+        out = {}
+        for key, value in data.items():
+            if key == "env" and isinstance(value, list):
+                value = redact_env_list(value)
+            elif key == "env" and isinstance(value, Mapping):
+                value = redact_env(value)
+            out[key] = redact_output(value, env)
+        return out
+    if isinstance(data, (list, tuple)):
+        return [redact_output(v, env) for v in data]
+    return data
+
+
+def redact_status(status: Any, env: Mapping[str, Any] | None = None) -> Any:
+    """A ``JobStatus`` whose ``reason`` and ``message`` are redacted (the same object when clean):
+    a rank's error message copied into a reason is stored in the registry and served."""
+    reason = redact_text(status.reason, env) if status.reason else status.reason
+    message = redact_text(status.message, env) if status.message else status.message
+    if reason == status.reason and message == status.message:
+        return status
+    return dataclasses.replace(status, reason=reason, message=message)

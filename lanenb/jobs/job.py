@@ -15,9 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lanenb.contract.backend import Backend, JobStateError, LogLine
+from lanenb.contract.backend import Backend, JobStateError, LogChunk, LogLine
 from lanenb.contract.backends import get_backend
-from lanenb.contract.redact import REDACTED, redact_spec
+from lanenb.contract.redact import (
+    REDACTED,
+    fingerprints,
+    inherited_secrets,
+    redact_chunk,
+    redact_line,
+    redact_output,
+    redact_spec,
+    redact_status,
+    redact_text,
+)
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.errors import SpecError, UserError
@@ -184,7 +194,7 @@ class Job:
         rec = self._record
         if JobState(rec.state).finished and rec.status:
             return JobStatus.from_dict(rec.status)
-        status = self.backend.status(self.spec, rec.handle)
+        status = self._backend_status()
         fields: dict[str, Any] = {"state": status.state.value, "status": status.to_dict()}
         if status.started and not rec.started:
             fields["started"] = status.started
@@ -212,7 +222,28 @@ class Job:
             An iterator of ``LogLine`` (``rank``, ``text``, ``source``); for a notebook view
             that resumes where it left off, use ``poll``/``updates`` instead.
         """
-        return self.backend.logs(self.spec, self._record.handle, follow=follow, worker=worker)
+        env = self.spec.env
+        return (redact_line(line, env) for line in
+                self.backend.logs(self.spec, self._record.handle, follow=follow, worker=worker))
+
+    def read_log(self, cursor: str | None = None, *, max_lines: int = 5000,
+                 tail_lines: int | None = None) -> LogChunk:
+        """The log lines after ``cursor`` without blocking (``Backend.read_log``), redacted: a
+        rank that prints a secret shows ``<redacted>`` whichever backend ran it.
+
+        Args:
+            cursor: None from the start (or the last ``tail_lines``); else a chunk's ``cursor``.
+            max_lines: the most lines returned.
+            tail_lines: with ``cursor=None``, only the last this many.
+        """
+        chunk = self.backend.read_log(self.spec, self._record.handle, cursor, max_lines=max_lines,
+                                      tail_lines=tail_lines)
+        return redact_chunk(chunk, self.spec.env)
+
+    def _backend_status(self) -> JobStatus:
+        """The backend's status, redacted before anything stores or shows it (the one seam:
+        a rank's error message copied into a reason must not reach the registry raw)."""
+        return redact_status(self.backend.status(self.spec, self._record.handle), self.spec.env)
 
     def events(self, follow: bool = False) -> Iterator[Event]:
         """The trainer's structured events (``@lanenb`` lines: step, eval, checkpoint, end ...).
@@ -328,7 +359,7 @@ class Job:
             live = self.status()  # records a final state the backend already reached
             if not live.state.finished:
                 self.backend.cancel(self.spec, self._record.handle)
-                status = self.backend.status(self.spec, self._record.handle)
+                status = self._backend_status()
                 # still stopping (a backend that deletes asynchronously), or already gone: a
                 # Kubernetes job with no pod yet is deleted at once and reads LOST, but it was us
                 if not status.state.finished or status.state is JobState.LOST:
@@ -521,15 +552,16 @@ class Job:
         self._refresh()
         rec = self._record
         info = {
-            "name": rec.name, "backend": rec.backend, "state": rec.state, "status": rec.status,
+            "name": rec.name, "backend": rec.backend, "state": rec.state,
+            "status": redact_output(rec.status, self.spec.env),  # rows of older versions held raw reasons
             "run_dir": rec.run_dir, "created": rec.created, "started": rec.started,
             "finished": rec.finished, "metrics": rec.metrics, "handle": rec.handle,
             "spec": redact_spec(rec.spec),  # rows written before redaction existed may hold values
         }
         try:
-            info["backend_detail"] = self.backend.describe(self.spec, rec.handle)
+            info["backend_detail"] = redact_output(self.backend.describe(self.spec, rec.handle), self.spec.env)
         except Exception as exc:  # describe is for debugging: report, never hide the rest
-            info["backend_detail"] = {"error": f"{type(exc).__name__}: {exc}"}
+            info["backend_detail"] = {"error": redact_text(f"{type(exc).__name__}: {exc}", self.spec.env)}
         return info
 
     def __repr__(self) -> str:
@@ -577,6 +609,8 @@ def submit(spec: TrainSpec, *, registry: JobRegistry | None = None, **backend_op
     else:
         run_dir = getattr(spec, "run_dir", None)  # a path inside the cluster: never expanded here
     backend.validate(spec, run_dir)
+    if local:  # local ranks inherit this process's environment: its secrets are theirs to print
+        fingerprints().add(inherited_secrets())
     try:
         record = registry.add(name, spec.backend, stored, run_dir)
     except JobExistsError:

@@ -72,8 +72,7 @@ def poll(job: Job, cursor: str | None = None, *, max_lines: int = 5000,
     status = job.status()
     updates: list[Update] = []
     new_state = _state_key(status)
-    chunk = job.backend.read_log(job.spec, job.handle, log_cursor, max_lines=max_lines,
-                                 tail_lines=tail_lines if log_cursor is None else None)
+    chunk = job.read_log(log_cursor, max_lines=max_lines, tail_lines=tail_lines if log_cursor is None else None)
     if new_state != state_key:
         updates.append(Update(cursor=f"{new_state}|{log_cursor or ''}", status=status))
     for line, line_cursor in chunk.lines:

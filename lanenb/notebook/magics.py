@@ -340,7 +340,7 @@ class LaneMagics(Magics):
                 raise UsageError(f"--rank {args.rank!r}: must be a rank number (0, 1, ...) or 'launcher'")
         if args.tail < 0:
             raise UsageError(f"--tail must be >= 0, got {args.tail}")
-        chunk = job.backend.read_log(job.spec, job.handle, None, tail_lines=max(args.tail, 1))
+        chunk = job.read_log(None, tail_lines=max(args.tail, 1))
         lines = [ln for ln, _ in chunk.lines if rank == "all" or ln.rank == rank]
         for ln in lines[-args.tail:] if args.tail else []:
             print(ln, flush=False)

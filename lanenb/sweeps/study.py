@@ -95,7 +95,8 @@ def create_study(name: str, direction: str, sampler: Any, pruner: Any) -> Any:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the sweep says what it made, once
     try:
-        return optuna.create_study(study_name=name, storage=_storage(), direction=direction, sampler=sampler,
+        return optuna.create_study(study_name=name, storage=_storage(),
+                                   direction=optuna.study.StudyDirection[direction.upper()], sampler=sampler,
                                    pruner=pruner, load_if_exists=False)
     except optuna.exceptions.DuplicatedStudyError:
         raise UserError(f"a sweep named {name!r} exists: lanenb.sweeps.attach({name!r}) follows it, or choose "

@@ -46,7 +46,8 @@ def test_more_ranks_than_cores_is_refused_with_the_fix_in_one_line(synth):
 def test_the_cli_dry_run_reports_it_and_oversubscribe_lets_it_through(synth, capsys):
     assert main(["train", "--data", str(synth), "--processes", "999", "--dry-run"]) == 1
     out = capsys.readouterr().out
-    assert f"problem: --processes 999: more ranks than this machine runs ({CORES} CPU core(s)); use -np <= {CORES}" in out
+    assert (f"problem: --processes 999: more ranks than this machine runs ({CORES} CPU core(s)); "
+            f"use -np <= {CORES}") in out
     assert "mpirun argv" not in out
     assert main(["train", "--data", str(synth), "-np", "999", "--oversubscribe", "--dry-run"]) == 0
     assert "mpirun argv: " in capsys.readouterr().out

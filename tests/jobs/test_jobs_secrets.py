@@ -42,3 +42,28 @@ def test_a_printed_secret_reads_redacted_for_every_reader_of_a_local_job(tmp_pat
     stored = json.dumps([p.read_bytes().decode("latin-1") for p in lanenb_home.rglob("*") if p.is_file()
                          and p.suffix != ".log"])
     assert SECRET not in stored and PROXY_PASSWORD not in stored  # registry, fingerprints: no value
+
+
+def test_an_inherited_or_escaped_secret_reads_redacted_too(tmp_path, lanenb_home, monkeypatch):
+    """Issue 43: the ranks inherit the kernel's environment, so its secret-named variables are
+    fingerprinted at submit; and a value an ``@lanenb`` event carries JSON-escaped ("quote",
+    non-ASCII) or a traceback carries repr-escaped is found in those spellings too."""
+    inherited = "inh3rited-s3cret-value"
+    quoted = 'pä"ss\\word-1234567'
+    monkeypatch.setenv("CORP_SECRET_KEY", inherited)
+    prints = ("import json, os; print('env', os.environ['CORP_SECRET_KEY']); "
+              "print('@lanenb ' + json.dumps({'v': 1, 't': 1.0, 'rank': 0, 'kind': 'error', "
+              "'message': 'bad ' + os.environ['DB_PASSWORD']})); print(repr(os.environ['DB_PASSWORD']))")
+    spec = TrainSpec(dataset=str(tmp_path), processes=1, run_dir=str(tmp_path / "run"), name="lane-escaped",
+                     env={"DB_PASSWORD": quoted})
+    job = submit(spec, program=[sys.executable, "-c", prints], trainer_args=False)
+    assert job.wait(timeout=60).state is JobState.SUCCEEDED
+    raw = (tmp_path / "run" / "job.log").read_text()
+    assert inherited in raw and json.dumps(quoted)[1:-1] in raw  # the rank printed both spellings
+    texts = [line.text for line in get_job("lane-escaped").logs()]
+    assert any(t.endswith(f"env {REDACTED}") for t in texts), texts
+    joined = "\n".join(texts)
+    for spelling in (inherited, quoted, json.dumps(quoted)[1:-1], repr(quoted)[1:-1]):
+        assert spelling not in joined, spelling
+    (event,) = [e for e in get_job("lane-escaped").events() if e.kind == "error"]
+    assert event["message"] == f"bad {REDACTED}"

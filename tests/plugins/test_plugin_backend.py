@@ -58,7 +58,7 @@ def test_lanetrain_dry_run_renders_the_toy_job_with_its_partition(installed_toy,
     out = capsys.readouterr().out
     assert "backend slurm" in out and "#SBATCH --partition=gpu" in out and "#SBATCH --ntasks=4" in out
     assert "problem" not in out
-    with pytest.raises(UsageError, match=r"slurm\.partition='a b'"):
+    with pytest.raises(UsageError, match=r"--partition 'a b': must be a Slurm partition name"):
         ip.run_line_magic("lanetrain", "--data /data --backend slurm --partition 'a b' --dry-run")
 
 

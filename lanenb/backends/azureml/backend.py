@@ -27,7 +27,6 @@ from lanenb.backends.azureml.rank_logs import decode_cursor, encode_cursor, new_
 from lanenb.backends.azureml.status import STATES, azureml_status, missing_status
 from lanenb.backends.azureml.workspace import AzureMLError, WorkspaceRef, ml_client, resolve_workspace
 from lanenb.contract.backend import Backend, LogChunk, LogLine
-from lanenb.contract.redact import redact_line
 from lanenb.errors import SpecError
 
 if TYPE_CHECKING:
@@ -223,7 +222,7 @@ class AzureMLBackend(Backend):
                     more = True
                     break
                 done[rank] = done.get(rank, 0) + size
-                out.append((redact_line(line, spec.env), encode_cursor(done)))
+                out.append((line, encode_cursor(done)))  # redacted by the job layer (Job.read_log)
         return LogChunk(out, encode_cursor(done) if (out or done) else cursor, final and not more)
 
     def logs(self, spec: TrainSpec, handle: dict[str, Any], *, follow: bool = False,

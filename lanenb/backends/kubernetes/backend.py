@@ -31,7 +31,6 @@ from lanenb.backends.kubernetes.manifests import (
 )
 from lanenb.backends.kubernetes.status import missing_status, mpijob_status
 from lanenb.contract.backend import Backend, LogChunk, LogLine
-from lanenb.contract.redact import redact_line
 from lanenb.kube.client import (
     INSTALL_HINT,
     MPIJOB_GROUP,
@@ -287,7 +286,7 @@ class KubernetesBackend(Backend):
              worker: int | None = None) -> Iterator[LogLine]:
         """The launcher's log (every rank's lines, tagged by mpirun); ``worker=N``: rank N's lines
         only, as on the local backend (a worker pod itself only runs sshd)."""
-        lines = (redact_line(line, spec.env) for line in self._launcher_logs(spec, handle, follow=follow))
+        lines = self._launcher_logs(spec, handle, follow=follow)  # redacted by the job layer (Job.logs)
         if worker is None:
             yield from lines
         else:
@@ -328,7 +327,7 @@ class KubernetesBackend(Backend):
         closed = container_terminated(pod)  # decided before reading, like the local backend
         read = read_pod_lines_after(clients, namespace, pod["metadata"]["name"], "launcher", pos,
                                     tail_lines=tail_lines)
-        lines = [(redact_line(line, spec.env), c) for line, c in to_log_lines_with_cursors(read, "launcher")]
+        lines = list(to_log_lines_with_cursors(read, "launcher"))  # redacted by the job layer
         more = len(lines) > max_lines
         lines = lines[:max_lines]
         return LogChunk(lines, lines[-1][1] if lines else cursor, closed and not more)

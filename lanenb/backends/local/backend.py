@@ -42,16 +42,13 @@ import psutil
 from lanenb.backends.local.discovery import data_roots, find_datasets, local_gpu_count
 from lanenb.backends.local.logfile import follow_lines, read_chunk, tail_text
 from lanenb.backends.local.supervise import (
-    CANCEL_NAME,
     DEFAULT_MAX_LOG_BYTES,
     EXIT_NAME,
     LOG_NAME,
     PIDS_NAME,
     SUPERVISOR_PREFIX,
-    SUSPEND_NAME,
 )
 from lanenb.contract.backend import Backend, JobStateError, LogChunk, LogLine, RunDirGoneError
-from lanenb.contract.redact import redact_chunk, redact_line
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.errors import SpecError
 from lanenb.home import make_private_dir
@@ -62,6 +59,7 @@ from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import parse_config
 from lanenb_trainer.dataset_dirs import not_a_dataset
 from lanenb_trainer.events import parse_line
+from lanenb_trainer.stopping import CANCEL_NAME, SUSPEND_NAME
 
 if TYPE_CHECKING:
     from lanenb.contract.spec import TrainSpec
@@ -475,7 +473,7 @@ class LocalBackend(Backend):
         lines = follow_lines(Path(handle["log"]), Path(handle["run_dir"]) / EXIT_NAME, follow=follow,
                              worker=worker, running=lambda: self._supervisor(handle) is not None,
                              poll_interval=self.poll_interval)
-        return (redact_line(line, spec.env) for line in lines)  # a rank that prints a secret shows <redacted>
+        return lines  # redacted by the job layer (Job.logs), whatever the backend
 
     def read_log(self, spec: TrainSpec, handle: dict[str, Any], cursor: str | None, *, max_lines: int = 5000,
                  tail_lines: int | None = None) -> LogChunk:
@@ -491,8 +489,7 @@ class LocalBackend(Backend):
                                   f"it has ended)")
         # decided before reading: once the output is closed nothing is appended any more
         closed = (Path(handle["run_dir"]) / EXIT_NAME).exists() or self._supervisor(handle) is None
-        return redact_chunk(read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines,
-                                       tail_lines=tail_lines), spec.env)
+        return read_chunk(Path(handle["log"]), cursor, closed=closed, max_lines=max_lines, tail_lines=tail_lines)
 
     def cancel(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Stop the job and mark it cancelled (``cancel.json``), unless it has already ended.

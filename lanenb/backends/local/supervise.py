@@ -70,7 +70,7 @@ from lanenb_trainer import exitcodes
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
 from lanenb_trainer.ranktag import tag_line
-from lanenb_trainer.stopping import CANCEL_NAME, PID_DIR_ENV, SUSPEND_NAME, has_stopped
+from lanenb_trainer.stopping import PID_DIR_ENV, has_stopped
 
 LOG_NAME = "job.log"
 DIGEST_NAME = "job.digest"  # "<job.log offset after the line> <line>": what a late reader folds

@@ -26,8 +26,8 @@ import torch
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.engines import Engine
-from lanenb_trainer.training.resize import ResizePlan, plan_resize, resize_seed
 from lanenb_trainer.stopping import PREEMPTED
+from lanenb_trainer.training.resize import ResizePlan, plan_resize, resize_seed
 
 __all__ = ["RngState", "EpochTally", "ResumePoint", "resume_state", "read_resume_point", "load_training_state",
            "save_checkpoint", "last_checkpoint"]
