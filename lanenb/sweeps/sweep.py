@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lanenb.contract.redact import is_secret_name, is_secret_ref, redact_spec
+from lanenb.contract.redact import is_secret_name, is_secret_ref, redact_spec, redacted_fields
 from lanenb.contract.spec import TrainSpec
 from lanenb.errors import UserError
 from lanenb.sweeps.driver import SweepSettings, pid_file, stop_file
@@ -341,11 +341,19 @@ def _fmt(value: Any) -> str:
 
 
 def _check_no_literal_secrets(spec: TrainSpec) -> None:
+    """A sweep stores its base job in its study (``sweeps.db``, what optuna-dashboard reads):
+    refused before anything is stored when any value is a secret, by its name (``-e HF_TOKEN=...``)
+    or by its shape anywhere (``HTTPS_PROXY=http://user:PASS@host``, a presigned URL in a flag)."""
     literal = [k for k, v in spec.env.items() if is_secret_name(k) and v and not is_secret_ref(v)]
     if literal:
         raise UserError(f"-e {literal[0]}=...: a sweep keeps its job in its study and never stores secret values; "
                         f"pass it as a reference (-e {literal[0]}=secret:SECRET/KEY) or set it in the environment "
                         "the ranks inherit")
+    shaped = redacted_fields(redact_spec(spec.to_dict()))
+    if shaped:
+        raise UserError(f"{shaped[0]} holds a credential (a URL password, a signed URL's token, a key): a sweep keeps "
+                        "its job in its study and never stores secret values; set it in the environment the ranks "
+                        "inherit, or pass it as a reference (-e NAME=secret:SECRET/KEY)")
 
 
 def _check_values(spec: TrainSpec, space: SearchSpace) -> None:

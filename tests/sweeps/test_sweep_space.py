@@ -67,6 +67,16 @@ def test_a_sweep_refuses_before_it_starts(tmp_path):
         sweep(spec, {"lr": "1e-3..1e-1"}, name="big", parallel=64, start=False)
     with pytest.raises(UserError, match=r"-e HF_TOKEN=\.\.\.: a sweep .* never stores secret values"):
         sweep(spec.replace(env={"HF_TOKEN": "hf_abc"}), {"lr": "1e-3..1e-1"}, name="secret", start=False)
+    # by shape too (issue 43): a proxy's password, a database URL's, wherever they sit
+    with pytest.raises(UserError, match=r"env\.HTTPS_PROXY holds a credential .* never stores secret values"):
+        sweep(spec.replace(env={"HTTPS_PROXY": "http://me:pr0xy-pass-99@proxy:3128"}), {"lr": "1e-3..1e-1"},
+              name="shaped", start=False)
+    with pytest.raises(UserError, match=r"extra_args\[1\] holds a credential"):
+        sweep(spec.replace(extra_args=["--note", "postgres://u:db-pass-1234@db/x"]), {"lr": "1e-3..1e-1"},
+              name="shaped2", start=False)
+    from lanenb.sweeps.sweep import list_sweeps
+
+    assert list_sweeps() == []  # nothing stored
     with pytest.raises(UserError, match="needs validation results"):
         sweep(spec.replace(use_val=False), {"lr": "1e-3..1e-1"}, name="noval", start=False)
     with pytest.raises(UserError, match="grid sampler walks lists only: --lr"):
