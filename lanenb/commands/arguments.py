@@ -18,6 +18,7 @@ from typing import Any
 
 from lanenb.contract.backends import add_backend_arguments, backends_help, descriptors, option_sections
 from lanenb.contract.fields import coerce_env
+from lanenb.contract.redact import REDACTED, redact_shapes
 from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.spec import SpecError, TrainSpec
 from lanenb.errors import UserError
@@ -220,9 +221,11 @@ def in_flag_words(field: str, value: Any, message: str, ns: argparse.Namespace |
     typed = getattr(ns, field, None) if ns is not None else None
     flag = _flag_of(field) if typed is not None else None
     prefix = f"{field}={value!r}: "
-    if flag is None or not message.startswith(prefix):
+    # the env (-e) is never echoed back as typed: its values may be secrets the message redacted
+    if flag is None or field == "env" or REDACTED in prefix or not message.startswith(prefix):
         return message
     shown = shlex.join(map(str, typed)) if isinstance(typed, (list, tuple)) else shlex.quote(str(typed))
+    shown = redact_shapes(shown)  # a credential inside a value (a URL's password) is not repeated
     return f"{flag} {shown}: {message[len(prefix):]}"
 
 

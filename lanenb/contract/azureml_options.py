@@ -168,9 +168,17 @@ def check_spec(spec: TrainSpec) -> None:
     named, and the dataset's spelling agrees with ``data_kind``.
 
     Raises:
-        SpecError: no ``azureml.compute``, or a dataset ``data_kind`` contradicts.
+        SpecError: no ``azureml.compute``, a dataset ``data_kind`` contradicts, or the dataset URI
+            carries a credential (a SAS token would be sent to the workspace and kept in the job's
+            definition in clear).
     """
+    from lanenb.contract.redact import redact_shapes, secret_parts
+
     opts: AzureMLOptions = spec.options("azureml")
+    if isinstance(spec.dataset, str) and secret_parts(spec.dataset):
+        raise SpecError("dataset", redact_shapes(spec.dataset), "carries a credential (a SAS token or a password): "
+                        "AzureML keeps a job's inputs in clear; register the data as an asset "
+                        "(azureml:NAME:VERSION) or reach it through a datastore (azureml://datastores/...)")
     if opts.compute is None:
         raise SpecError("azureml.compute", None, "is required with backend='azureml': the compute cluster "
                         "to run on (--compute NAME)")

@@ -222,7 +222,7 @@ class Job:
             An iterator of ``LogLine`` (``rank``, ``text``, ``source``); for a notebook view
             that resumes where it left off, use ``poll``/``updates`` instead.
         """
-        env = self.spec.env
+        env = self._env()
         return (redact_line(line, env) for line in
                 self.backend.logs(self.spec, self._record.handle, follow=follow, worker=worker))
 
@@ -238,12 +238,16 @@ class Job:
         """
         chunk = self.backend.read_log(self.spec, self._record.handle, cursor, max_lines=max_lines,
                                       tail_lines=tail_lines)
-        return redact_chunk(chunk, self.spec.env)
+        return redact_chunk(chunk, self._env())
+
+    def _env(self) -> dict[str, Any] | None:
+        """The spec's variables, whose secret values redaction looks for (a fetch spec has none)."""
+        return getattr(self.spec, "env", None)
 
     def _backend_status(self) -> JobStatus:
         """The backend's status, redacted before anything stores or shows it (the one seam:
         a rank's error message copied into a reason must not reach the registry raw)."""
-        return redact_status(self.backend.status(self.spec, self._record.handle), self.spec.env)
+        return redact_status(self.backend.status(self.spec, self._record.handle), self._env())
 
     def events(self, follow: bool = False) -> Iterator[Event]:
         """The trainer's structured events (``@lanenb`` lines: step, eval, checkpoint, end ...).
@@ -553,15 +557,15 @@ class Job:
         rec = self._record
         info = {
             "name": rec.name, "backend": rec.backend, "state": rec.state,
-            "status": redact_output(rec.status, self.spec.env),  # rows of older versions held raw reasons
+            "status": redact_output(rec.status, self._env()),  # rows of older versions held raw reasons
             "run_dir": rec.run_dir, "created": rec.created, "started": rec.started,
             "finished": rec.finished, "metrics": rec.metrics, "handle": rec.handle,
             "spec": redact_spec(rec.spec),  # rows written before redaction existed may hold values
         }
         try:
-            info["backend_detail"] = redact_output(self.backend.describe(self.spec, rec.handle), self.spec.env)
+            info["backend_detail"] = redact_output(self.backend.describe(self.spec, rec.handle), self._env())
         except Exception as exc:  # describe is for debugging: report, never hide the rest
-            info["backend_detail"] = {"error": redact_text(f"{type(exc).__name__}: {exc}", self.spec.env)}
+            info["backend_detail"] = {"error": redact_text(f"{type(exc).__name__}: {exc}", self._env())}
         return info
 
     def __repr__(self) -> str:

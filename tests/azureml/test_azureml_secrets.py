@@ -36,3 +36,12 @@ def test_a_literal_secret_is_refused_naming_the_variable_and_the_fix(env, named)
 
 def test_ordinary_variables_pass():
     AzureMLBackend().validate(make_spec(NCCL_DEBUG="INFO"))
+
+
+def test_a_dataset_uri_with_a_sas_token_is_refused_without_repeating_it():
+    """Issue 43: ``--data https://...?sig=...`` would be sent to the workspace and kept there in clear."""
+    sas = "https://a.blob.core.windows.net/c/tusimple?sv=2022-11-02&sig=abcdefABCDEF0123456789"
+    with pytest.raises(SpecError, match=r"dataset=.*<redacted>.*carries a credential.*azureml:NAME:VERSION") as err:
+        TrainSpec(dataset=sas, backend="azureml", processes=2, azureml=dict(compute="gpu-cluster", **WORKSPACE))
+    assert "abcdefABCDEF0123456789" not in str(err.value)
+    assert list_jobs() == []

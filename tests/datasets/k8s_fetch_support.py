@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kube_emulator import JOBS, PODS, PVCS, KubeEmulator, now_rfc3339
+from kube_emulator import JOBS, PODS, PVCS, SECRETS, KubeEmulator, now_rfc3339
 
 FETCH_LABEL = ("app.kubernetes.io/name", "lanenb-fetch")  # the Jobs this controller runs
 
@@ -59,6 +59,27 @@ class FakeJobController:
         if pod is not None:
             self.emulator.replace(PODS, ns, name, {**pod, "status": status}, status_only=True)
 
+    async def _env(self, ns: str, pod: str, container: dict) -> dict[str, str]:
+        """The container's variables as the kubelet sets them: ``value``, or a Secret's key
+        (``valueFrom.secretKeyRef``), waited for as the kubelet retries a missing Secret."""
+        import base64
+
+        out: dict[str, str] = {}
+        for e in container.get("env") or []:
+            ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+            if ref is None:
+                out[e["name"]] = e.get("value", "")
+                continue
+            for _ in range(100):
+                secret = self.emulator.get(SECRETS, ns, ref["name"])
+                if secret is not None:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise RuntimeError(f"pod {pod}: Secret {ref['name']!r} not found (CreateContainerConfigError)")
+            out[e["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
+        return out
+
     async def run(self, job: dict) -> None:
         ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
         await asyncio.sleep(0)
@@ -91,7 +112,7 @@ class FakeJobController:
             argv[0] = sys.executable
         self.launched.append(argv)
         self._pod_status(ns, pname, {"phase": "Running", "startTime": now_rfc3339()})
-        env = {**os.environ, **{e["name"]: e.get("value", "") for e in container.get("env") or []}}
+        env = {**os.environ, **await self._env(ns, pname, container)}
         log = self.emulator.pod_log(ns, pname, container["name"])
         proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                     stderr=asyncio.subprocess.STDOUT, env=env)

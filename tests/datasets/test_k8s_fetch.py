@@ -10,7 +10,7 @@ import threading
 import pytest
 from fetch_support import LoopbackServer
 from k8s_fetch_support import FakeJobController
-from kube_emulator import JOBS, PVCS
+from kube_emulator import JOBS, PVCS, SECRETS
 from polling import wait_for
 
 import lanenb
@@ -41,8 +41,9 @@ def jobs(cluster, tmp_path):
 
 def submit(kubeconfig, server_url, **kw):
     kw.setdefault("pvc", PVC)
+    kw.setdefault("mirrors", [server_url])
     return submit_fetch_job("tusimple", image=IMAGE, kubeconfig=str(kubeconfig), storage_class="azurenetappfiles",
-                            size="100Gi", mirrors=[server_url], default_urls=False, parts=["test"], **kw)
+                            size="100Gi", default_urls=False, parts=["test"], **kw)
 
 
 def test_the_job_runs_the_trainer_images_fetcher_into_the_pvc_with_progress_lines():
@@ -262,3 +263,26 @@ def test_cli_openshift_flag_needs_cluster(capsys, tmp_path):
 
     assert main(["data", "fetch", "tusimple", "--to", str(tmp_path / "t"), "--openshift"]) == 2
     assert "--openshift need(s) --cluster" in capsys.readouterr().err
+
+
+SIGNED = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAEXAMPLE&X-Amz-Signature=5e1f0c9a8b7d6e5f4a3b"
+
+
+def test_a_signed_url_travels_in_an_owned_secret_never_in_the_command_the_record_or_the_log(jobs, kubeconfig,
+                                                                                             server):
+    """Issue 43: a presigned URL is a credential. It reaches the fetcher through a Secret owned by the
+    Job (deleted with it), never the pod's command (`kubectl get pods -o yaml`); the dataset's
+    record on the shared PVC and the pod log keep it without its signature."""
+    thread, controller = jobs
+    urls = [f"{name}={server.url}/{name}?{SIGNED}" for name in ("test_set.zip", "test_label.json")]
+    job = submit(kubeconfig, server.url, mirrors=[], urls=urls, name="fetch-signed")
+    assert job.wait(timeout=120, poll=0.2).state == JobState.SUCCEEDED, "\n".join(l.text for l in job.logs())
+    (made,) = [j for j in thread.call(lambda: thread.emulator.list(JOBS, "default")) if
+               j["metadata"]["name"] == "fetch-signed"]
+    container = made["spec"]["template"]["spec"]["containers"][0]
+    assert SIGNED not in json.dumps(made) and "--url" not in container["command"]
+    secret = thread.call(lambda: thread.emulator.get(SECRETS, "default", "fetch-signed-lanenb-urls"))
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == made["metadata"]["uid"]
+    record = (controller.volumes / "default" / PVC / "tusimple" / ".lanenb-fetch.json").read_text()
+    assert SIGNED not in record and "test_set.zip?<redacted>" in record
+    assert not any(SIGNED in line.text for line in get_job("fetch-signed").logs())

@@ -21,6 +21,7 @@ module holds the manifests and their creation; every API call goes through
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lanenb.backends.fetch.spec import STORAGE_QUANTITY, FetchSpec, fetch_job_name
 from lanenb.backends.kubernetes import restricted
+from lanenb.contract.redact import secret_parts
 from lanenb.errors import UserError
 from lanenb.kube.client import Clients, KubernetesAPIError, load_clients
 from lanenb.kube.names import check_label, check_subdomain
@@ -42,7 +44,9 @@ __all__ = [
     "FetchSpec",
     "build_fetch_job",
     "build_fetch_pvc",
+    "build_urls_secret",
     "create_fetch_objects",
+    "urls_secret_name",
     "dataset_pvcs",
     "fetch_job_name",
 ]
@@ -52,6 +56,22 @@ CONTAINER = "fetch"
 DATASET_LABEL = "lanenb.io/dataset"
 PVC_LABEL = "lanenb.io/pvc"  # on the Job: one running fetch per claim
 MANAGED = {"app.kubernetes.io/managed-by": "lanenb", "app.kubernetes.io/name": "lanenb-fetch"}
+
+
+URLS_ENV = "LANENB_FETCH_URLS"  # lanenb_trainer.datasets.fetch reads these (one value per line)
+MIRRORS_ENV = "LANENB_FETCH_MIRRORS"
+
+
+def urls_secret_name(spec: FetchSpec) -> str:
+    """The Secret of the fetch's URLs: ``<job>-lanenb-urls``."""
+    return check_subdomain("URLs Secret name", f"{spec.name}-lanenb-urls")
+
+
+def _hidden(spec: FetchSpec) -> dict[str, list[str]]:
+    """What travels in the Secret: every ``--url`` (a presigned or SAS URL is a credential, and
+    one not recognised by its shape is still someone's signed link) and any mirror holding a
+    credential by shape (``https://user:PASS@host``); plain mirrors stay visible in the command."""
+    return {"urls": list(spec.urls), "mirrors": [m for m in spec.mirrors if secret_parts(m)]}
 
 
 class FetchJobError(UserError, RuntimeError):
@@ -85,10 +105,10 @@ def build_fetch_job(spec: FetchSpec, *, openshift: bool | None = None) -> dict[s
             "--progress-every", f"{spec.progress_every:g}"]
     if spec.parts:
         args += ["--parts", *spec.parts]
+    hidden = _hidden(spec)
     for m in spec.mirrors:
-        args += ["--mirror", m]
-    for u in spec.urls:
-        args += ["--url", u]
+        if m not in hidden["mirrors"]:
+            args += ["--mirror", m]
     if not spec.default_urls:
         args.append("--no-default-urls")
     assert spec.name is not None  # set by FetchSpec
@@ -96,7 +116,9 @@ def build_fetch_job(spec: FetchSpec, *, openshift: bool | None = None) -> dict[s
     container: dict[str, Any] = {
         "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
         "command": FETCH_ENTRYPOINT + args,
-        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}] + [
+            {"name": var, "valueFrom": {"secretKeyRef": {"name": urls_secret_name(spec), "key": key}}}
+            for var, key in ((URLS_ENV, "urls"), (MIRRORS_ENV, "mirrors")) if hidden[key]],
         "volumeMounts": [{"name": "data", "mountPath": spec.mount_path}],
     }
     pod: dict[str, Any] = {
@@ -118,6 +140,20 @@ def build_fetch_job(spec: FetchSpec, *, openshift: bool | None = None) -> dict[s
         job_spec["activeDeadlineSeconds"] = spec.active_deadline_seconds
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": spec.name, "labels": {**labels, PVC_LABEL: spec.pvc}}, "spec": job_spec}
+
+
+def build_urls_secret(spec: FetchSpec, owner: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``v1`` Secret of the fetch's URLs (``_hidden``), owned by the Job ``owner`` (its
+    created form: name and uid), so it goes when the Job is deleted; None when there are none."""
+    hidden = {k: v for k, v in _hidden(spec).items() if v}
+    if not hidden:
+        return None
+    meta = owner.get("metadata") or {}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": urls_secret_name(spec), "labels": {**MANAGED},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta.get("name"),
+                                              "uid": meta.get("uid"), "blockOwnerDeletion": False}]},
+            "data": {k: base64.b64encode("\n".join(v).encode()).decode() for k, v in hidden.items()}}
 
 
 def _finished(job: dict[str, Any]) -> bool:
@@ -172,7 +208,22 @@ def create_fetch_objects(spec: FetchSpec, clients: Clients, namespace: str) -> d
             raise FetchJobError(f"the cluster at {clients.where()} does not serve batch/v1 Jobs in "
                                 f"namespace {namespace!r} (missing namespace?)") from None
         raise KubernetesAPIError(f"creating Job {name}: {exc.status} {exc.reason}", exc.status, exc.body) from exc
-    return json.loads(resp.data)
+    created = json.loads(resp.data)
+    secret = build_urls_secret(spec, created)
+    if secret is not None:  # after the Job (its uid owns it); the pod waits for it as for any Secret
+        try:
+            clients.raw(core.create_namespaced_secret, namespace, secret,
+                        what=f"creating Secret {urls_secret_name(spec)}")
+        except (ApiException, KubernetesAPIError) as exc:
+            try:
+                clients.raw(batch.delete_namespaced_job, name, namespace, propagation_policy="Background",
+                            what=f"deleting Job {name}")
+            except (ApiException, KubernetesAPIError):
+                pass  # the error below is the one to see
+            raise FetchJobError(f"cannot create Secret {urls_secret_name(spec)!r} for the fetch's URLs in "
+                                f"{namespace!r} ({getattr(exc, 'status', '')} {getattr(exc, 'reason', exc)}); "
+                                f"the Job was deleted again") from None
+    return created
 
 
 def dataset_pvcs(namespace: str = "default", *, clients: Clients | None = None, context: str | None = None,

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from .errors import ChecksumError, DiskFullError, NetworkError, SizeMismatchError, SourceNotFoundError
 from .progress import Progress
@@ -29,6 +29,20 @@ __all__ = ["Downloaded", "download", "sha256_file", "CHUNK"]
 CHUNK = 1 << 20
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 _RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be recorded or printed: no ``user:password@``, and a query (a presigned or
+    SAS URL's signature) reads ``?<redacted>``. The dataset record sits on a shared volume and in
+    dataset snapshots, and the fetch pod's log is readable by anyone who may read pods."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<redacted>"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "<redacted>" if parts.query else "", ""))
 
 
 @dataclass
@@ -263,8 +277,8 @@ def download(archive: Archive, urls: Sequence[str], directory: str | os.PathLike
             failures.append((url, exc))
             continue
         os.replace(part, final)
-        return Downloaded(final, url, final.stat().st_size, sha, offset)
-    listed = "; ".join(f"{url}: {exc}" for url, exc in failures)
+        return Downloaded(final, shown_url(url), final.stat().st_size, sha, offset)
+    listed = "; ".join(f"{shown_url(url)}: {str(exc).replace(url, shown_url(url))}" for url, exc in failures)
     kinds = {exc.kind for _, exc in failures}
     if "checksum" in kinds:
         raise ChecksumError(f"{archive.filename}: wrong checksum ({listed}); the bad download was deleted")

@@ -318,7 +318,18 @@ def parse_url_args(values: Sequence[str], dataset: str) -> dict[str, list[str]]:
     return out
 
 
+URLS_ENV = "LANENB_FETCH_URLS"  # more --url values, one per line: the cluster fetch pod's, from a Secret
+MIRRORS_ENV = "LANENB_FETCH_MIRRORS"  # more --mirror values, one per line
+
+
+def _from_env(name: str) -> list[str]:
+    return [v.strip() for v in os.environ.get(name, "").splitlines() if v.strip()]
+
+
 def run_from_args(args: argparse.Namespace) -> FetchResult:
+    """Run a fetch from the parsed flags; ``--url``/``--mirror`` values may also come one per line in
+    ``$LANENB_FETCH_URLS``/``$LANENB_FETCH_MIRRORS`` (a signed URL is a credential: the cluster fetch
+    passes them from a Secret, never on the command line that ``kubectl get pods -o yaml`` shows)."""
     if args.retries < 0:
         raise FetchError(f"--retries must be >= 0, got {args.retries}")
     progress: ProgressArg = not args.quiet
@@ -326,8 +337,10 @@ def run_from_args(args: argparse.Namespace) -> FetchResult:
         if not args.progress_every >= 0:
             raise FetchError(f"--progress-every must be >= 0 seconds, got {args.progress_every}")
         progress = LineProgress(args.progress_every)
-    return fetch_dataset(args.dataset, args.to, parts=args.parts, urls=parse_url_args(args.url, args.dataset),
-                         mirrors=args.mirror, default_urls=not args.no_default_urls, downloads=args.downloads,
+    return fetch_dataset(args.dataset, args.to, parts=args.parts,
+                         urls=parse_url_args([*args.url, *_from_env(URLS_ENV)], args.dataset),
+                         mirrors=[*args.mirror, *_from_env(MIRRORS_ENV)], default_urls=not args.no_default_urls,
+                         downloads=args.downloads,
                          keep_archives=args.keep_archives, check=not args.no_check,
                          progress=progress, retries=args.retries)
 
