@@ -58,6 +58,12 @@ export interface IFigure {
   fp: number | null;
   fn: number | null;
   frames: number | null;
+  /** the official 200 ms rule's score; the headline (`accuracy`) scores the lanes alone */
+  official_accuracy: number | null;
+  over_time_frames: number | null;
+  latency_ms_p50: number | null;
+  /** "12/40 frames over the 200 ms real-time limit ...; official score 0.71", or "" */
+  realtime: string;
 }
 
 /** The run's headline figure with its model label, the other test model beside it
@@ -334,7 +340,9 @@ export interface ISweepStopReply {
 export class APIError extends Error {
   constructor(
     message: string,
-    readonly status: number
+    readonly status: number,
+    /** The server's name for the error (the lanenb exception's class, e.g. KubernetesConfigError). */
+    readonly reason: string | null = null
   ) {
     super(message);
   }
@@ -364,8 +372,8 @@ export async function requestAPI<T>(
     data = { message: text };
   }
   if (!response.ok) {
-    const message = (data as { message?: string } | null)?.message;
-    throw new APIError(message || response.statusText, response.status);
+    const reply = data as { message?: string; reason?: string | null } | null;
+    throw new APIError(reply?.message || response.statusText, response.status, reply?.reason ?? null);
   }
   return data as T;
 }

@@ -1,6 +1,8 @@
 // The jobs list's utilisation sparkline: the latest samples of one rank on a fixed 0-100%
 // scale (drawn as a framed box with a mid line, so two rows compare at a glance), its last
 // value written beside it. The run charts themselves are Vega-Lite (vegacharts.ts).
+import { MISSING } from './formats';
+
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 /** Utilisation samples (0..100) as a sparkline with its scale; an empty frame when there are none. */
@@ -31,7 +33,7 @@ export function sparkline(values: number[], label: string, width = 72, height = 
     svg.appendChild(path);
   }
   const last = values.length ? values[values.length - 1] : null;
-  const text = `${label} ${last === null ? '–' : Math.round(last) + '%'}`;
+  const text = `${label} ${last === null ? MISSING : Math.round(last) + '%'}`;
   svg.setAttribute('aria-label', `${label} utilisation, scale 0 to 100%, last ${last === null ? 'none' : Math.round(last) + '%'}`);
   const title = document.createElementNS(SVG_NS, 'title');
   title.textContent = `${label} utilisation of the lowest rank, last ${values.length} samples (scale 0–100%; mid line 50%)`;

@@ -1,5 +1,9 @@
-// Small DOM helpers shared by the sidebar and the job panel: elements, state chips, durations,
-// relative dates and sizes as people read them.
+// Small DOM helpers shared by the sidebar and the job panel: elements, state chips, names cut in
+// the middle. Durations, sizes, relative dates and the missing mark are formats.ts's (generated
+// from lanenb/charts/formats.py, the rules the Python faces use), re-exported here.
+import { nameTail } from './formats';
+
+export { formatBytes, formatDuration, formatMiB, formatPercent, MISSING, relativeTime } from './formats';
 
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -33,21 +37,6 @@ export function stateChip(state: string): HTMLSpanElement {
   return chip;
 }
 
-/** 75 -> "1m 15s", 5400 -> "1h 30m" (the notebook's format_duration). */
-export function formatDuration(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) {
-    return `${s}s`;
-  }
-  if (s < 3600) {
-    return `${Math.floor(s / 60)}m ${s % 60}s`;
-  }
-  if (s < 86400) {
-    return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-  }
-  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
-}
-
 /** The 0-based epoch index of the events as people count it: "epoch 7", or "epoch 7/10" with the
  *  run's epochs (an index past the last reads as the last); "epoch ?" when unknown. The twin of
  *  lanenb_trainer.epochs.epoch_text: every epoch a person reads counts from 1, as the charts do. */
@@ -61,33 +50,17 @@ export function epochText(epoch: number | null | undefined, epochs?: number | nu
   return `epoch ${index + 1}` + (total === null ? '' : `/${total}`);
 }
 
-/** Seconds since the epoch as "just now", "5 min ago", "3 h ago", "2 days ago". */
-export function relativeTime(epochSeconds: number, now: number = Date.now() / 1000): string {
-  const d = Math.max(0, now - epochSeconds);
-  if (d < 45) {
-    return 'just now';
-  }
-  if (d < 3600) {
-    return `${Math.round(d / 60)} min ago`;
-  }
-  if (d < 86400) {
-    return `${Math.round(d / 3600)} h ago`;
-  }
-  const days = Math.round(d / 86400);
-  return `${days} day${days === 1 ? '' : 's'} ago`;
-}
-
-/** Bytes as "812 B", "4.2 MB", "1.3 GB" (decimal units, as file browsers show). */
-export function formatBytes(bytes: number | null | undefined): string {
-  if (bytes === null || bytes === undefined) {
-    return '–';
-  }
-  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
-  let v = bytes;
-  let i = 0;
-  while (v >= 1000 && i < units.length - 1) {
-    v /= 1000;
-    i++;
-  }
-  return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+/** A name that fits its box by losing its middle ("lane-2026…-trial-3"), not its end: two spans,
+ *  the start (cut by an ellipsis where the box is too narrow) and the distinctive end (nameTail:
+ *  from a hyphen among the last characters, never cut), so three sweep trials never look alike.
+ *  The text reads and copies whole; `title` (the tooltip) names the whole name. */
+export function fillName(node: HTMLElement, name: string, title: string = name): void {
+  const tail = nameTail(name);
+  node.classList.add('lanenb-name');
+  node.replaceChildren(
+    el('span', 'lanenb-name-head', name.slice(0, name.length - tail.length)),
+    el('span', 'lanenb-name-tail', tail)
+  );
+  node.dataset.name = name;
+  node.title = title;
 }

@@ -4,11 +4,12 @@
 // filter, all from one stream: the job's update stream (the notebook view's Job.poll cursors,
 // long-polled), whose replies carry the server's reduced state when asked, so the charts need
 // no second request.
+import { caretDownEmptyIcon } from '@jupyterlab/ui-components';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import { api, IJobPanelState, IRankRow } from './api';
-import { el, epochText, formatDuration, stateChip } from './dom';
+import { el, epochText, formatDuration, formatPercent, MISSING, stateChip } from './dom';
 import { pauseButtons } from './pause';
 import { confirmStop } from './sidebar';
 import { ChartGrid } from './vegacharts';
@@ -24,12 +25,10 @@ interface ILogLine {
 }
 
 function fmt(v: number | null | undefined, digits = 0): string {
-  return v === null || v === undefined ? '–' : v.toFixed(digits);
+  return v === null || v === undefined ? MISSING : v.toFixed(digits);
 }
 
-function share(v: number | null | undefined): string {
-  return v === null || v === undefined ? '–' : `${Math.round(v * 100)}%`;
-}
+const share = formatPercent;
 
 export class JobPanel extends Widget {
   constructor(readonly jobName: string) {
@@ -56,8 +55,14 @@ export class JobPanel extends Widget {
     this._verdict = el('div', 'lanenb-verdict');
     this._grid = new ChartGrid();
     this._ranks = el('table', 'lanenb-ranks');
-    this._filter = el('select', 'lanenb-log-filter jp-mod-styled');
+    // JupyterLab's own select (the HTMLSelect component's markup): a caret, the theme's colours
+    this._filter = el('select', 'lanenb-log-filter');
     this._filter.setAttribute('aria-label', 'show the log of');
+    const filterBox = el('div', 'jp-HTMLSelect jp-DefaultStyle lanenb-log-filter-box');
+    filterBox.append(
+      this._filter,
+      caretDownEmptyIcon.element({ tag: 'span', stylesheet: 'select', right: '4px', top: '4px' })
+    );
     this._filter.onchange = () => this.drawLog();
     this._errorsOnly = el('input', 'lanenb-log-errors');
     this._errorsOnly.type = 'checkbox';
@@ -66,7 +71,7 @@ export class JobPanel extends Widget {
     errorsLabel.append(this._errorsOnly, ' errors only');
     this._logCount = el('span', 'lanenb-log-count');
     const logHead = el('div', 'lanenb-log-head');
-    logHead.append(el('span', 'lanenb-log-title', 'Log'), this._filter, errorsLabel, this._logCount);
+    logHead.append(el('span', 'lanenb-log-title', 'Log'), filterBox, errorsLabel, this._logCount);
     this._log = el('pre', 'lanenb-log');
     this._log.tabIndex = 0;
     this.node.append(
@@ -202,10 +207,10 @@ export class JobPanel extends Widget {
     thead.appendChild(tr);
     const body = el('tbody', '');
     for (const r of rows) {
-      const cells = [String(r.rank), ...(multi ? [r.host ?? '–'] : []),
+      const cells = [String(r.rank), ...(multi ? [r.host ?? MISSING] : []),
         ...(gpu ? [fmt(r.gpu_util), `${fmt(r.gpu_mem_mb)} / ${fmt(r.gpu_mem_total_mb)}`] : []),
         fmt(r.cpu_percent), fmt(r.rss_mb),
-        ...(timed ? [r.step_s === null ? '–' : r.step_s.toPrecision(3), share(r.data), share(r.compute),
+        ...(timed ? [r.step_s === null ? MISSING : r.step_s.toPrecision(3), share(r.data), share(r.compute),
           share(r.exchange), share(r.other)] : [])];
       const row = el('tr', '');
       cells.forEach(c => row.appendChild(el('td', '', c)));

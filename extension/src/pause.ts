@@ -5,9 +5,7 @@ import { showErrorMessage } from '@jupyterlab/apputils';
 
 import { api, IVerdict } from './api';
 import { el } from './dom';
-
-const SUSPENDABLE = new Set(['pending', 'running', 'restarting']);
-const RESUMABLE = new Set(['suspended', 'preempted']);
+import { RESUMABLE, SUSPENDABLE } from './formats';
 // the words a setting is shown with (the doctor's own: "loader workers 2 -> try 6")
 const SETTING_WORDS: Record<string, string> = { num_workers: 'loader workers', processes: 'ranks' };
 

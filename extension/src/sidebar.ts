@@ -3,25 +3,32 @@
 // Resume / Apply (pause.ts), the
 // doctor's verdict), the sweeps (sweeps.ts: a click opens the trials table and chart) and the
 // snapshots grouped by run (short ids, sizes, relative dates; pick
-// two to diff, Restore one into a new directory). Refreshed by a Poll that stands by while the
-// sidebar is hidden; every control is a button or checkbox, so the keyboard reaches it.
+// two to diff, Restore one into a new directory). Refreshed by two Polls that stand by while the
+// sidebar is hidden: the jobs every 250 ms while one runs (a row is within 2 s of the job's log, as
+// the notebook's live view is), every second otherwise, the sweeps and snapshots every few seconds, each drawn as soon as
+// it arrives (a slow snapshot store never holds the jobs back). Only a job row whose data changed
+// is drawn again, and none while a button is being pressed, so a click is never lost. Every control is a button or checkbox, so the keyboard reaches it.
 import { Dialog, InputDialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import { api, IJobSummary, ISnapshot, ISnapshotDiff } from './api';
 import { sparkline } from './charts';
-import { el, formatBytes, formatDuration, relativeTime, stateChip, wholeWords } from './dom';
+import { el, fillName, formatBytes, formatDuration, formatPercent, relativeTime, stateChip, wholeWords } from './dom';
+import { LIVE, STOPPABLE } from './formats';
 import { pauseButtons } from './pause';
 import { SweepList } from './sweeps';
 import { TeamSection } from './team';
 
-const RUNNING = new Set(['pending', 'running', 'restarting', 'suspended']);
 const SHORT_ID = 8;
-
-function percent(value: number | null | undefined): string {
-  return value === null || value === undefined ? '–' : `${Math.round(value * 100)}%`;
-}
+// the jobs list: the server reads it again at most once a second for every sidebar, and answers
+// with its latest reading meanwhile (lanenb/server/api.py LIST_TTL_S), so a row is behind the log
+// by up to 1 s + 2 intervals + a reading: while a job runs the list is asked for every 250 ms (a
+// row within 2 s of the log, as the notebook's live view), otherwise every second (a job's
+// state changing makes the server read the list at once)
+const LIVE_EVERY_MS = 250;
+const IDLE_EVERY_MS = 1000;
+const OTHERS_EVERY_MS = 3000; // sweeps and snapshots: a restic listing may take a second itself
 
 /** Ask, then stop: the dialog names the job, the request repeats its name. */
 export async function confirmStop(name: string): Promise<boolean> {
@@ -72,6 +79,11 @@ export class LaneSidebar extends Widget {
     this.title.caption = 'Lane training';
     const header = el('div', 'lanenb-sidebar-header', 'Lane training');
     this._jobs = el('div', 'lanenb-jobs');
+    this._jobs.addEventListener('pointerdown', () => (this._pressing = true));
+    const released = () => (this._pressing = false);
+    window.addEventListener('pointerup', released);
+    window.addEventListener('pointercancel', released);
+    this._released = released;
     this._sweeps = new SweepList(() => void this.refreshNow());
     this._team = new TeamSection();
     this._snaps = el('div', 'lanenb-snapshots');
@@ -96,35 +108,66 @@ export class LaneSidebar extends Widget {
     );
     this._poll = new Poll({
       auto: true,
-      factory: () => this.refresh(),
-      frequency: { interval: 3000, backoff: true, max: 30000 },
+      factory: () => this.refreshJobs(),
+      frequency: { interval: IDLE_EVERY_MS, backoff: true, max: 30000 },
       name: 'lanenb:sidebar',
+      standby: 'when-hidden'
+    });
+    this._others = new Poll({
+      auto: true,
+      factory: () => this.refreshOthers(),
+      frequency: { interval: OTHERS_EVERY_MS, backoff: true, max: 30000 },
+      name: 'lanenb:sidebar-sweeps-snapshots',
       standby: 'when-hidden'
     });
   }
 
   dispose(): void {
+    window.removeEventListener('pointerup', this._released);
+    window.removeEventListener('pointercancel', this._released);
     this._poll.dispose();
+    this._others.dispose();
     this._sweeps.dispose();
     this._team.dispose();
     super.dispose();
   }
 
   /** Ask for an immediate refresh (after Stop or Restore). */
-  refreshNow(): Promise<void> {
-    return this._poll.refresh();
+  async refreshNow(): Promise<void> {
+    await Promise.all([this._poll.refresh(), this._others.refresh()]);
   }
 
+  /** Read everything once (each part drawn as soon as it arrives). */
   async refresh(): Promise<void> {
+    await Promise.all([this.refreshJobs(), this.refreshOthers()]);
+  }
+
+  private async refreshJobs(): Promise<void> {
+    await this.guarded(async () => {
+      const { jobs } = await api.jobs();
+      this.renderJobs(jobs);
+      const interval = jobs.some(job => LIVE.has(job.state)) ? LIVE_EVERY_MS : IDLE_EVERY_MS;
+      if (this._poll.frequency.interval !== interval) {
+        this._poll.frequency = { ...this._poll.frequency, interval };
+      }
+    });
+  }
+
+  private async refreshOthers(): Promise<void> {
+    await Promise.all([
+      this.guarded(async () => this._sweeps.render((await api.sweeps()).sweeps)),
+      this.guarded(async () => this.renderSnapshots((await api.snapshots()).snapshots))
+    ]);
+  }
+
+  /** Run one read: an error is said above the lists (and the poll backs off), a success clears it. */
+  private async guarded(read: () => Promise<void>): Promise<void> {
     try {
-      const [{ jobs }, { sweeps }, { snapshots }] = await Promise.all([api.jobs(), api.sweeps(), api.snapshots()]);
+      await read();
       if (this._message.dataset.kind === 'error') {
         this._message.textContent = '';
         this._message.dataset.kind = '';
       }
-      this.renderJobs(jobs);
-      this._sweeps.render(sweeps);
-      this.renderSnapshots(snapshots);
     } catch (err) {
       this.say(`lanenb: ${(err as Error).message}`, 'error');
       throw err; // the poll backs off
@@ -137,13 +180,25 @@ export class LaneSidebar extends Widget {
   }
 
   private renderJobs(jobs: IJobSummary[]): void {
-    this._jobs.replaceChildren();
+    if (this._pressing) {
+      return; // the next poll draws them: a row replaced under the pointer would lose the click
+    }
     if (jobs.length === 0) {
-      this._jobs.appendChild(el('div', 'lanenb-empty', 'No jobs yet: run %lanetrain in a notebook.'));
+      this._rows.clear();
+      this._jobs.replaceChildren(el('div', 'lanenb-empty', 'No jobs yet: run %lanetrain in a notebook.'));
       return;
     }
+    const rows = new Map<string, { key: string; node: HTMLDivElement }>();
     for (const job of jobs) {
-      this._jobs.appendChild(this.jobRow(job));
+      const key = JSON.stringify(job);
+      const held = this._rows.get(job.name);
+      rows.set(job.name, held && held.key === key ? held : { key, node: this.jobRow(job) });
+    }
+    this._rows = rows;
+    const nodes = [...rows.values()].map(r => r.node);
+    const same = nodes.length === this._jobs.children.length && nodes.every((n, i) => this._jobs.children[i] === n);
+    if (!same) {
+      this._jobs.replaceChildren(...nodes);
     }
   }
 
@@ -154,13 +209,13 @@ export class LaneSidebar extends Widget {
     item.dataset.job = job.name;
     item.title = job.error || job.summary || job.state;
     const top = el('div', 'lanenb-job-row');
-    const name = el('button', 'lanenb-job-name', job.name);
-    name.title = `open job ${job.name} (charts, ranks, log)`;
+    const name = el('button', 'lanenb-job-name');
+    fillName(name, job.name, `${job.name}\nopen the job (charts, ranks, log)`);
     name.onclick = () => this.openJob(job.name);
     top.append(stateChip(job.state), name);
     // the buttons get a line of their own: beside the name they left it a letter wide
     const actions = el('div', 'lanenb-job-row lanenb-job-actions');
-    if (RUNNING.has(job.state)) {
+    if (STOPPABLE.has(job.state)) {
       const stop = el('button', 'lanenb-stop jp-mod-styled jp-mod-warn', 'Stop');
       stop.title = `stop job ${job.name}`;
       stop.onclick = async () => {
@@ -186,7 +241,7 @@ export class LaneSidebar extends Widget {
     } else {
       acc.append(el('span', 'lanenb-acc-label', 'no accuracy yet'));
     }
-    middle.append(bar, el('span', 'lanenb-job-percent', `${percent(job.progress)}${eta}`), acc);
+    middle.append(bar, el('span', 'lanenb-job-percent', `${formatPercent(job.progress)}${eta}`), acc);
     const bottom = el('div', 'lanenb-job-row lanenb-job-wraps');
     const util = job.utilisation;
     bottom.appendChild(sparkline(util.values, util.metric === 'gpu_util' ? 'GPU' : 'CPU'));
@@ -207,7 +262,9 @@ export class LaneSidebar extends Widget {
     this._picked = this._picked.filter(id => known.has(id));
     this.updateDiffButton();
     if (snapshots.length === 0) {
-      this._snaps.appendChild(el('div', 'lanenb-empty', 'No snapshots yet: train with --snapshot.'));
+      const hint = el('div', 'lanenb-empty');
+      hint.append(...wholeWords('No snapshots yet: train with --snapshot.'));
+      this._snaps.appendChild(hint);
       return;
     }
     // grouped by the run that made them (newest group first), newest snapshot first in a group
@@ -276,7 +333,11 @@ export class LaneSidebar extends Widget {
 
   private updateDiffButton(): void {
     this._diff.disabled = this._picked.length !== 2;
-    this._diff.textContent = this._picked.length === 2 ? 'Diff 2' : 'Diff';
+    // says what it compares: the two picked versions, by their short ids
+    this._diff.textContent =
+      this._picked.length === 2
+        ? `Diff ${this._picked[0].slice(0, 8)} \u2192 ${this._picked[1].slice(0, 8)}`
+        : 'Diff two picked versions';
   }
 
   private async diffPicked(): Promise<void> {
@@ -315,6 +376,9 @@ export class LaneSidebar extends Widget {
   }
 
   private _picked: string[] = [];
+  private _pressing = false;
+  private readonly _released: () => void;
+  private _rows = new Map<string, { key: string; node: HTMLDivElement }>();
   private readonly _jobs: HTMLDivElement;
   private readonly _team: TeamSection;
   private readonly _sweeps: SweepList;
@@ -322,4 +386,5 @@ export class LaneSidebar extends Widget {
   private readonly _message: HTMLDivElement;
   private readonly _diff: HTMLButtonElement;
   private readonly _poll: Poll;
+  private readonly _others: Poll;
 }

@@ -8,25 +8,38 @@
 import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 
 import { api, ISweepDetail, ISweepSummary, ITrialRow } from './api';
-import { el, stateChip } from './dom';
+import { el, fillName, MISSING, stateChip } from './dom';
 import { ChartGrid, Spec } from './vegacharts';
 
 const LIVE = new Set(['running', 'stopping']);
-const AROUND_PLOT = 130; // px a part needs beside its plot: axis, its title, a legend, the frame
+const AROUND_PLOT = 100; // px a part needs beside its plot: the y axis and its title, the frame
 const MIN_PLOT = 100;
 const WIDTH_STEP = 20; // plot widths come in steps, so a sidebar dragged wider re-draws seldom
+const LEGEND_COLUMN = 64; // px a legend entry ("complete", "12") takes in a row under the plot
 
-/** The parts at most as wide as the sidebar lets them be (the spec's own width at most): a
- * narrow sidebar shows whole charts instead of their left halves. */
+/** The parts at most as wide as the sidebar lets them be (the spec's own width at most), their
+ * legends under the plot in as many columns as fit: a narrow sidebar shows whole charts, legends
+ * included, instead of their left halves and a sideways scrollbar. */
 export function fitted(specs: Spec[], available: number): Spec[] {
   const plot = Math.max(MIN_PLOT, Math.floor((available - AROUND_PLOT) / WIDTH_STEP) * WIDTH_STEP);
-  return specs.map(spec => (typeof spec.width === 'number' && spec.width > plot ? { ...spec, width: plot } : spec));
+  const legend = {
+    orient: 'bottom',
+    direction: 'horizontal',
+    columns: Math.max(1, Math.floor(plot / LEGEND_COLUMN)),
+    labelLimit: LEGEND_COLUMN * 2,
+    titleOrient: 'left'
+  };
+  return specs.map(spec => {
+    const width = typeof spec.width === 'number' ? Math.min(spec.width, plot) : spec.width;
+    const config = { ...(spec.config ?? {}), legend: { ...(spec.config?.legend ?? {}), ...legend } };
+    return { ...spec, width, config };
+  });
 }
 
 /** A number as the trials table of %lanesweep writes it (4 significant digits, Python's .4g). */
 export function formatValue(value: unknown): string {
   if (value === null || value === undefined) {
-    return '–';
+    return MISSING;
   }
   if (typeof value === 'number') {
     return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(4)));
@@ -216,9 +229,9 @@ export class SweepList {
     item.dataset.sweep = sweep.name;
     item.title = sweep.error || `sweep ${sweep.name}: ${sweep.state}`;
     const top = el('div', 'lanenb-job-row');
-    const name = el('button', 'lanenb-job-name lanenb-sweep-name', sweep.name);
+    const name = el('button', 'lanenb-job-name lanenb-sweep-name');
     const isOpen = this._open?.name === sweep.name;
-    name.title = `${isOpen ? 'close' : 'open'} sweep ${sweep.name} (trials table and chart)`;
+    fillName(name, sweep.name, `${sweep.name}\n${isOpen ? 'close' : 'open'} the sweep (trials table and chart)`);
     name.setAttribute('aria-expanded', String(isOpen));
     name.onclick = () => this.toggle(sweep);
     top.append(stateChip(sweep.state), name);

@@ -7,8 +7,8 @@
 import { Dialog, InputDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { Poll } from '@lumino/polling';
 
-import { requestAPI } from './api';
-import { el, formatDuration, stateChip } from './dom';
+import { APIError, requestAPI } from './api';
+import { el, fillName, formatDuration, stateChip } from './dom';
 
 /** ``lanenb.team.rows.TeamJob.to_dict``. */
 export interface ITeamJob {
@@ -83,6 +83,28 @@ export interface ITeamView {
 }
 
 const enc = encodeURIComponent;
+// the server's answer when it has no cluster to read (lanenb.kube.client.KubernetesConfigError,
+// "no kubeconfig at ..."): nothing went wrong, there is just no cluster configured for this
+// JupyterLab. A kubeconfig that is there but unusable (a bad context, a broken file) stays an error.
+function noCluster(err: unknown): boolean {
+  return err instanceof APIError && err.reason === 'KubernetesConfigError' && /^no kubeconfig at /.test(err.message);
+}
+
+/** What the section says without a cluster: a neutral note, and how to connect one. */
+function noClusterNote(): HTMLDivElement {
+  const note = el('div', 'lanenb-team-note');
+  note.dataset.kind = 'no-cluster';
+  note.append(
+    el('div', '', 'No Kubernetes cluster is configured for this JupyterLab.'),
+    el(
+      'div',
+      'lanenb-team-note-how',
+      "To see your team's jobs here, copy the cluster's kubeconfig to ~/.kube/config on the machine " +
+        'JupyterLab runs on (or set the KUBECONFIG environment variable before starting it), then open Team again.'
+    )
+  );
+  return note;
+}
 
 export const teamApi = {
   view: () => requestAPI<ITeamView>('team'),
@@ -156,6 +178,10 @@ export class TeamSection {
     try {
       this.render(await teamApi.view());
     } catch (err) {
+      if (noCluster(err)) {
+        this._body.replaceChildren(noClusterNote());
+        return;
+      }
       const message = el('div', 'lanenb-message', String((err as Error).message));
       message.dataset.kind = 'error';
       this._body.replaceChildren(message);
@@ -190,7 +216,9 @@ export class TeamSection {
     item.title = job.reason ?? job.status;
     const top = el('div', 'lanenb-job-row');
     const who = el('span', 'lanenb-team-user', job.mine ? `${job.user ?? '?'} (you)` : job.user ?? '?');
-    top.append(stateChip(job.state), el('span', 'lanenb-job-name', job.name), who);
+    const name = el('span', 'lanenb-job-name');
+    fillName(name, job.name, `${job.namespace}/${job.name}`);
+    top.append(stateChip(job.state), name, who);
     if (job.can_cancel) {
       const stop = el('button', 'lanenb-stop jp-mod-styled jp-mod-warn', 'Stop');
       stop.title = `stop ${job.namespace}/${job.name} (RBAC allows it)`;

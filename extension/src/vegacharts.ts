@@ -3,6 +3,9 @@
 // named datasets and no values; rows (lanenb/analysis/chartdata.py) carry a key `k`, so a new
 // set of rows becomes a Vega change set (remove the changed and vanished keys, insert the new
 // ones) instead of a re-drawn chart: hover, zoom and legend toggles survive every update.
+// Zoom (Ctrl/Cmd + wheel in the specs, so a plain wheel scrolls the page) and pan stay inside the
+// data's own range: `clampZoom` wraps Vega-Lite's zoom and pan updates in clampRange over the
+// extent of the rows held, so a chart never zooms out to -20,000 s.
 import embed, { Result, VisualizationSpec } from 'vega-embed';
 import { changeset } from 'vega';
 
@@ -58,6 +61,50 @@ export function withLogAxis(spec: Spec, title: string, log: boolean): Spec {
     return node;
   };
   return walk(spec) as Spec;
+}
+
+/** A zoom bound to an x scale: the Vega signal holding its domain, the field it zooms, and the
+ * signal (added by clampZoom) holding that field's extent over the rows. */
+interface IZoom {
+  signal: string;
+  field: string;
+  extent: string;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type VgSpec = { signals?: any[]; [key: string]: any };
+
+/** Vega-Lite's scale-bound interval params ("bind": "scales") as compiled: a signal `<param>_<field>`
+ * updated by zoomLinear (wheel) and panLinear (drag). Each update is wrapped in clampRange over a
+ * new `<signal>_extent` signal (the data's [min, max], set by the chart from its rows): zoomed out,
+ * the chart stops at its data; panned, it stops at either end. The zooms found go to `found`. */
+export function clampZoom(vg: VgSpec, found: IZoom[]): VgSpec {
+  const signals = vg.signals ?? [];
+  const byName = new Map(signals.map(sig => [sig.name as string, sig]));
+  for (const sig of signals) {
+    const name = String(sig.name ?? '');
+    if (!name.endsWith('_tuple_fields') || !Array.isArray(sig.value)) {
+      continue;
+    }
+    const param = name.slice(0, -'_tuple_fields'.length);
+    for (const f of sig.value) {
+      const zoom = byName.get(`${param}_${f.field}`);
+      const ranged = f.type === 'R' && zoom && Array.isArray(zoom.on);
+      if (!ranged || !zoom.on.some((h: { update?: string }) => /zoomLinear|panLinear/.test(h.update ?? ''))) {
+        continue;
+      }
+      const extent = `${zoom.name}_extent`;
+      signals.push({ name: extent, value: null });
+      for (const handler of zoom.on) {
+        if (/zoomLinear|panLinear/.test(handler.update ?? '')) {
+          handler.update = `${extent} ? clampRange(${handler.update}, ${extent}[0], ${extent}[1]) : ${handler.update}`;
+        }
+      }
+      found.push({ signal: zoom.name, field: String(f.field), extent });
+    }
+  }
+  vg.signals = signals;
+  return vg;
 }
 
 function darkTheme(): boolean {
@@ -137,11 +184,13 @@ export class LiveChart {
     const spec = logAxis && this._log ? withLogAxis(this.spec, logAxis, true) : this.spec;
     const dark = darkTheme();
     this.node.dataset.theme = dark ? 'dark' : 'light';
+    const zooms: IZoom[] = [];
     const result = await embed(this._host, spec as VisualizationSpec, {
       actions: false,
       renderer: 'svg',
       ...(dark ? { theme: 'dark' } : {}),
-      config: { background: 'transparent' }
+      config: { background: 'transparent' },
+      patch: (vg: VgSpec) => clampZoom(vg, zooms)
     });
     if (ticket !== this._drawn) {
       result.finalize(); // a newer draw started meanwhile
@@ -149,12 +198,15 @@ export class LiveChart {
     }
     this._result?.finalize();
     this._result = result;
+    this._zooms = zooms;
+    this._extents.clear();
     for (const name of this._names) {
       const rows = Array.from(this._rows.get(name)?.values() ?? []);
       if (rows.length) {
         result.view.change(name, changeset().insert(rows));
       }
     }
+    this.setExtents();
     await result.view.runAsync();
     this.node.dataset.ready = 'true';
   }
@@ -201,9 +253,36 @@ export class LiveChart {
   async flush(): Promise<void> {
     if (this._result && this._dirty) {
       this._dirty = false;
+      this.setExtents();
       const start = performance.now();
       await this._result.view.runAsync();
       performance.measure('lanenb-chart-run', { start, detail: this.panel });
+    }
+  }
+
+  /** Each zoom's bounds: the extent of its field over every row held (a span of zero: none). */
+  private setExtents(): void {
+    if (!this._result) {
+      return;
+    }
+    for (const zoom of this._zooms) {
+      let lo = Infinity;
+      let hi = -Infinity;
+      for (const rows of this._rows.values()) {
+        for (const row of rows.values()) {
+          const v = row[zoom.field];
+          if (typeof v === 'number' && Number.isFinite(v)) {
+            lo = Math.min(lo, v);
+            hi = Math.max(hi, v);
+          }
+        }
+      }
+      const extent = hi > lo ? [lo, hi] : null;
+      const key = extent ? extent.join() : '';
+      if (this._extents.get(zoom.extent) !== key) {
+        this._extents.set(zoom.extent, key);
+        this._result.view.signal(zoom.extent, extent);
+      }
     }
   }
 
@@ -219,6 +298,8 @@ export class LiveChart {
   private _drawn = 0;
   private _dirty = false;
   private _result: Result | null = null;
+  private _zooms: IZoom[] = [];
+  private readonly _extents = new Map<string, string>();
   private readonly _host: HTMLDivElement;
   private readonly _themeWatch: MutationObserver;
   private readonly _names: Set<string>;

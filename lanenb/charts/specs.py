@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["SCHEMA", "PANELS", "REPORT_MIME", "panel", "run_panels", "with_values", "datasets", "concat", "to_png",
-           "STEP_COLOURS", "RESUMES", "scaling_chart", "compare_chart", "sweep_chart", "report_panels"]
+           "STEP_COLOURS", "RESUMES", "ZOOM_EVENTS", "scaling_chart", "compare_chart", "sweep_chart", "report_panels"]
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
@@ -35,6 +35,13 @@ RESUMES = "resumes"
 _RESUME_COLOURS = {"resume": "#757575", "resize": "#6a1b9a"}
 _WIDTH, _HEIGHT = 340, 150
 _FONT = {"labelFontSize": 10, "titleFontSize": 10}
+# the number axes' labels: d3's automatic precision, insignificant zeros trimmed ("~"): a domain of
+# one value (a single sample, a constant series) has no tick step, and Vega then wrote "0.000000"
+_CONFIG = {"axis": _FONT, "axisQuantitative": {"format": ",~f"}, "legend": _FONT}
+# an axis that counts (seconds, epochs, trials): a label at whole numbers only; on a short span
+# Vega puts ticks at 0.2 or 0.5 steps (tickMinStep only asks it for fewer), which a whole-number
+# format wrote "0 0 0 1 1 1"
+_WHOLE = {"tickMinStep": 1, "labelExpr": "datum.value % 1 ? '' : datum.label"}
 
 
 def _base(name: str, title: str, subtitle: str | None = None) -> dict[str, Any]:
@@ -46,7 +53,7 @@ def _base(name: str, title: str, subtitle: str | None = None) -> dict[str, Any]:
     # grow later; without it Vega keeps the empty chart's layout and clips them
     return {"$schema": SCHEMA, "title": head, "width": _WIDTH, "height": _HEIGHT,
             "autosize": {"type": "pad", "resize": True},
-            "usermeta": {"lanenb": {"panel": name}}, "config": {"axis": _FONT, "legend": _FONT}}
+            "usermeta": {"lanenb": {"panel": name}}, "config": copy.deepcopy(_CONFIG)}
 
 
 def _q(field: str, title: str, **extra: Any) -> dict[str, Any]:
@@ -62,9 +69,16 @@ def _shown(name: str) -> dict[str, Any]:
     return {"condition": {"param": f"{name}_show", "value": 1}, "value": 0.12}
 
 
+# zoom with Ctrl (Cmd on a Mac) + wheel, or a trackpad's pinch (which the browser sends as one):
+# a plain wheel over a chart scrolls the page or the sidebar it is in, as everywhere else
+ZOOM_EVENTS = "wheel![event.ctrlKey || event.metaKey]"
+
+
 def _zoom(name: str) -> dict[str, Any]:
-    """Wheel to zoom the x axis, drag to pan, double-click to reset."""
-    return {"name": f"{name}_zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}
+    """Ctrl/Cmd + wheel to zoom the x axis, drag to pan, double-click to reset. The live faces
+    (``extension/src/vegacharts.ts``) keep zoom and pan inside the data's range."""
+    return {"name": f"{name}_zoom", "select": {"type": "interval", "encodings": ["x"], "zoom": ZOOM_EVENTS},
+            "bind": "scales"}
 
 
 def _hover_rule(name: str, x: dict[str, Any], tooltip: list[dict[str, Any]]) -> dict[str, Any]:
@@ -128,7 +142,7 @@ def _loss() -> dict[str, Any]:
 def _validation() -> dict[str, Any]:
     spec = _base("validation", "validation (TuSimple accuracy / FP / FN)",
                  "per epoch; dotted: the test accuracy of each model")
-    x = _q("epoch", "epoch", axis={"tickMinStep": 1, "format": "d"})
+    x = _q("epoch", "epoch", axis={**_WHOLE, "format": "d"})
     y = _q("value", "share of lane points", scale={"domain": [0, 1]}, axis={"format": "%"})
     colour = {"field": "metric", "type": "nominal", "title": None,
               "scale": {"domain": ["accuracy", "FP", "FN"], "range": ["#2ca02c", "#d62728", "#9467bd"]}}
@@ -173,7 +187,7 @@ def _throughput() -> dict[str, Any]:
 
 def _per_rank(name: str, title: str, y_title: str, y_extra: Mapping[str, Any]) -> dict[str, Any]:
     spec = _base(name, title, "per rank over time; click a rank in the legend to show it alone")
-    x = _q("t", "seconds since the first sample", axis={"format": ",.0f"})
+    x = _q("t", "seconds since the first sample", axis={**_WHOLE, "format": ",.0f"})  # whole seconds, once each
     spec["data"] = {"name": name}
     spec["layer"] = [
         {"params": [_legend_toggle(name, "rank"), _zoom(name)],
@@ -272,7 +286,7 @@ def concat(specs: Sequence[Mapping[str, Any]], columns: int = 3, title: str | No
         part = {k: v for k, v in spec.items() if k not in ("$schema", "config", "autosize")}
         parts.append(part)
     out: dict[str, Any] = {"$schema": SCHEMA, "columns": columns, "concat": parts, "autosize": {"type": "pad"},
-                           "config": {"axis": _FONT, "legend": _FONT}, "resolve": {"scale": {"color": "independent"}}}
+                           "config": copy.deepcopy(_CONFIG), "resolve": {"scale": {"color": "independent"}}}
     if title:
         out["title"] = {"text": title, "anchor": "start", "fontSize": 13}
     return out
@@ -288,7 +302,7 @@ def _report(parts: list[dict[str, Any]], title: str, *, shared_colour: bool = Fa
     for part in parts:  # titles at the left, as the live panels' are
         part["title"] = {**part["title"], "anchor": "start", "fontSize": 12, "subtitleFontSize": 10}
     return {"$schema": _REPORT_SCHEMA, "title": {"text": title, "anchor": "start", "fontSize": 13},
-            "hconcat": parts, "autosize": {"type": "pad"}, "config": {"axis": _FONT, "legend": _FONT},
+            "hconcat": parts, "autosize": {"type": "pad"}, "config": copy.deepcopy(_CONFIG),
             "resolve": {"scale": {"color": "shared" if shared_colour else "independent"}}}
 
 
@@ -373,8 +387,7 @@ def compare_chart(runs: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str
     show = {"name": "runs_show", "select": {"type": "point", "fields": ["run"]}, "bind": "legend"}
     shown = {"condition": {"param": "runs_show", "value": 1}, "value": 0.12}
     loss_part = {"title": {"text": "training loss", "subtitle": "per step"}, "width": 340, "height": 190,
-                 "data": {"values": loss}, "params": [show, {"name": "loss_zoom", "bind": "scales",
-                                                             "select": {"type": "interval", "encodings": ["x"]}}],
+                 "data": {"values": loss}, "params": [show, _zoom("loss")],
                  "mark": {"type": "line", "strokeWidth": 1.4},
                  "encoding": {"x": _q("step", "step"), "y": _q("loss", "loss", scale={"zero": False}),
                               "color": colour, "opacity": shown,
@@ -382,7 +395,7 @@ def compare_chart(runs: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str
                                           _q("loss", "loss", format=".4f")]}}
     acc_part = {"title": {"text": "validation accuracy", "subtitle": "per epoch"}, "width": 260, "height": 190,
                 "data": {"values": acc}, "mark": {"type": "line", "point": True},
-                "encoding": {"x": _q("epoch", "epoch", axis={"tickMinStep": 1, "format": "d"}),
+                "encoding": {"x": _q("epoch", "epoch", axis={**_WHOLE, "format": "d"}),
                              "y": _q("accuracy", "accuracy", scale={"zero": False}, axis={"format": ".1%"}),
                              "color": colour,
                              "tooltip": [{"field": "run", "title": "run"}, _q("epoch", "epoch", format="d"),
@@ -420,7 +433,7 @@ def sweep_chart(trials: Sequence[Mapping[str, Any]], curves: Mapping[int, Mappin
     curves_part = {"title": {"text": "each trial", "subtitle": f"{objective} per epoch; dashed: pruned"},
                    "width": 300, "height": 190, "data": {"values": points},
                    "mark": {"type": "line", "point": True, "strokeWidth": 1.4},
-                   "encoding": {"x": _q("epoch", "epoch", axis={"tickMinStep": 1, "format": "d"}), "y": y,
+                   "encoding": {"x": _q("epoch", "epoch", axis={**_WHOLE, "format": "d"}), "y": y,
                                 "color": {"field": "trial", "type": "nominal", "title": "trial"},
                                 "strokeDash": {"field": "pruned", "type": "nominal", "legend": None,
                                                "scale": {"domain": [False, True], "range": [[1, 0], [4, 3]]}},
@@ -429,7 +442,7 @@ def sweep_chart(trials: Sequence[Mapping[str, Any]], curves: Mapping[int, Mappin
     best_part = {"title": {"text": "best so far", "subtitle": "line: best finished trial; points: every trial"},
                  "width": 220, "height": 190, "data": {"values": best}, "layer": [
                      {"mark": {"type": "line", "interpolate": "step-after", "color": "#2ca02c"},
-                      "encoding": {"x": _q("trial", "trial", axis={"tickMinStep": 1, "format": "d"}),
+                      "encoding": {"x": _q("trial", "trial", axis={**_WHOLE, "format": "d"}),
                                    "y": _q("best", objective, scale={"zero": False})}},
                      {"mark": {"type": "point", "filled": True, "size": 50},
                       "encoding": {"x": _q("trial", "trial"), "y": _q("value", objective),
