@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lanenb.analysis.event_text import event_text
 from lanenb.analysis.headline import BEST, LAST, VAL, Figure, Headline, choose, figure, from_metrics
 from lanenb.analysis.series import BucketSeries
+from lanenb.charts.formats import format_duration  # the one spelling of a duration, re-exported
 from lanenb.launch.lines import LogLine
 from lanenb_trainer.epochs import epoch_text
 from lanenb_trainer.events import Event
@@ -600,14 +601,3 @@ def changed_settings(before: Mapping[str, Any], after: Mapping[str, Any]) -> lis
     return out
 
 
-def format_duration(seconds: float) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "?"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m"

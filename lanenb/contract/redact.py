@@ -484,10 +484,9 @@ def redact_line(line: LogLine, env: Mapping[str, Any] | None = None) -> LogLine:
 
 def redact_chunk(chunk: LogChunk, env: Mapping[str, Any] | None = None) -> LogChunk:
     """A ``LogChunk`` whose lines are redacted (cursors and ``complete`` unchanged)."""
-    from lanenb.contract.backend import LogChunk
-
-    return LogChunk([(redact_line(line, env), cursor) for line, cursor in chunk.lines], chunk.cursor,
-                    chunk.complete)
+    # built as its own type: this module stays below the backend interface (no import cycle)
+    return type(chunk)([(redact_line(line, env), cursor) for line, cursor in chunk.lines], chunk.cursor,
+                       chunk.complete)
 
 
 def redact_output(data: Any, env: Mapping[str, Any] | None = None) -> Any:

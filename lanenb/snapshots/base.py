@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lanenb.charts.formats import format_bytes
 from lanenb.kube.rules import LABEL_MAX, name_problem
 from lanenb_trainer.errors import LanenbError, UserError
 from lanenb_trainer.k8s_snapshot import LABEL_VALUE
@@ -101,14 +102,8 @@ def parse_time(text: str | None) -> float:
 
 
 def fmt_size(size: int | None) -> str:
-    if size is None:
-        return "-"
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    """A size as every face writes it (``lanenb.charts.formats.format_bytes``: binary units)."""
+    return format_bytes(size)
 
 
 @dataclass(frozen=True)

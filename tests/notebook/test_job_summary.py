@@ -47,7 +47,7 @@ def test_a_running_job_row_has_progress_eta_val_accuracy_and_age():
     assert (row["accuracy"], row["accuracy_split"]) == (0.8, "val") and row["final"] is False
     assert row["utilisation"]["metric"] == "gpu_util" and row["utilisation"]["values"] == [90.0]
     assert JobTable._row(row) == {"name": "lane-1", "backend": "local", "status": "running",
-                                  "progress": "20% (ETA 1m20s)", "accuracy": "0.8000 val (epoch 1)", "age": "2m05s",
+                                  "progress": "20% (ETA 1m 20s)", "accuracy": "0.8000 val (epoch 1)", "age": "2m 5s",
                                   "verdict": "-"}
     assert row["verdict"] is None  # no step timing yet: no face shows a verdict (shown_verdict)
 

@@ -69,7 +69,7 @@ def test_reducer_folds_progress_eta_metrics_and_ranks_from_event_times():
     assert st.accuracy() == 0.8
     assert st.series["loss"].y == [1.5, 1.0]
     assert st.system[0]["gpu_util"].y == [80.0] and st.system_last[1]["rss_mb"] == 400.0
-    assert "step 20/100" in st.summary() and "ETA 1m20s" in st.summary()
+    assert "step 20/100" in st.summary() and "ETA 1m 20s" in st.summary()
     st.fold(ev("eval", 0, t=130.0, split="test", accuracy=0.93, fp=0.02, fn=0.03, frames=10))
     st.fold(ev("end", 0, t=131.0, status="completed", step=100, duration_s=31.0))
     assert st.accuracy() == 0.93 and st.end_status == "completed" and st.step == 100

@@ -67,7 +67,7 @@ def test_measure_reports_the_figures_the_events_carry(scripted, lanenb_home):
     assert rows[0]["projected_s"] == pytest.approx(3600 * 10 / 100.0)  # frames x epochs / images/s
     assert rows[2]["projected_s"] == pytest.approx(3600 * 10 / 300.0)
     text = repr(report)
-    assert "3.00x" in text and "75%" in text and "6m00s" in text and "2m00s" in text
+    assert "3.00x" in text and "75%" in text and "6m 0s" in text and "2m 0s" in text
     assert report.png().startswith(b"\x89PNG")
     # recorded with the runs, and loadable in a new kernel
     saved = json.loads((lanenb_home / "scaling" / "scale-test.json").read_text())
