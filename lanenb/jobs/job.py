@@ -50,6 +50,11 @@ RESUMABLE = frozenset({JobState.SUSPENDED, JobState.PREEMPTED})
 # jobs reads each row once, not three times; every write is still checked against the row in
 # the registry (``JobRegistry.update`` never overwrites a final state)
 FRESH_S = 0.2
+# a resume's claim on the registry row: readers leave the job to the resume for this long (it
+# starts a new supervisor; the old handle reads "lost" until the row holds the new one); a claim
+# older than this is a resume that died half-way, and the backend is asked again
+RESUMING_REASON = "resuming from the last checkpoint"
+CLAIM_S = 120.0
 
 
 _WARNED_METRICS: set[tuple[str, float]] = set()  # (path, mtime) of unreadable metrics.json already reported
@@ -194,6 +199,8 @@ class Job:
         rec = self._record
         if JobState(rec.state).finished and rec.status:
             return JobStatus.from_dict(rec.status)
+        if self._claimed_by_resume(rec):  # never finalised from the previous attempt's handle
+            return JobStatus.from_dict(rec.status)
         status = self._backend_status()
         fields: dict[str, Any] = {"state": status.state.value, "status": status.to_dict()}
         if status.started and not rec.started:
@@ -243,6 +250,13 @@ class Job:
     def _env(self) -> dict[str, Any] | None:
         """The spec's variables, whose secret values redaction looks for (a fetch spec has none)."""
         return getattr(self.spec, "env", None)
+
+    @staticmethod
+    def _claimed_by_resume(rec: JobRecord) -> bool:
+        """Whether a resume (in this or another process) is changing the job now: its row reads
+        RESTARTING with the resume's reason, written less than ``CLAIM_S`` ago."""
+        return (rec.state == JobState.RESTARTING.value and (rec.status or {}).get("reason") == RESUMING_REASON
+                and time.time() - rec.updated < CLAIM_S)
 
     def _backend_status(self) -> JobStatus:
         """The backend's status, redacted before anything stores or shows it (the one seam:
@@ -471,7 +485,7 @@ class Job:
         if old.state not in RESUMABLE:
             raise JobStateError(f"job {self.name!r} is {old.state.value}: only a suspended or preempted job can be "
                                 f"resumed")
-        claimed = JobStatus(JobState.RESTARTING, reason="resuming from the last checkpoint")
+        claimed = JobStatus(JobState.RESTARTING, reason=RESUMING_REASON)
         if not self._registry.reopen(self.name, [s.value for s in RESUMABLE], state=claimed.state.value,
                                      status=claimed.to_dict()):
             self._refresh()

@@ -168,3 +168,26 @@ def test_a_stop_ends_when_the_ranks_have_checkpointed_not_at_the_end_of_the_grac
     assert took < 15.0, took  # well inside the 20 s grace (measured 2.7-5 s on 2 cores)
     assert sorted(ev["status"] for ev in job.events() if ev.kind == "end") == ["suspended", "suspended"]
     job.cancel()
+
+
+def test_a_status_read_while_a_resume_relaunches_never_records_the_job_lost(working_job):
+    """Issue 51: a reader between the resume's new supervisor and its registry update saw the old
+    supervisor gone with no exit.json and recorded LOST for good, while the new ranks trained on
+    (and cancel then stopped nothing). The race is forced here: another reader asks mid-resume."""
+    working_job.suspend()
+    job = get_job(working_job.name)
+    launch = job.backend.resume
+    seen = []
+
+    def racing_resume(spec, handle, **kw):
+        new = launch(spec, handle, **kw)  # the new supervisor runs; the row still holds the old handle
+        seen.append(get_job(job.name).status())  # another kernel, the sidebar, `lanenb jobs show`
+        return new
+
+    job.backend.resume = racing_resume
+    assert job.resume().state is JobState.RUNNING
+    assert [s.state for s in seen] == [JobState.RESTARTING]
+    again = get_job(job.name)
+    assert again.status().state is JobState.RUNNING and again.handle["pid"] != working_job.handle["pid"]
+    assert again.cancel().state is JobState.CANCELLED
+    assert again.backend._group_processes(again.handle) == []  # the newest attempt's processes were reached
