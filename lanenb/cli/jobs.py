@@ -9,8 +9,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lanenb.cli import describe
+from lanenb.commands.arguments import flag_words
 from lanenb.commands.trackers import add_mlflow_arguments
-from lanenb.errors import UserError
+from lanenb.errors import SpecError, UserError
 
 if TYPE_CHECKING:
     from lanenb.analysis.runstate import RunState
@@ -62,6 +63,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--uid", default=None, help="with --team: only the job with this uid (the team view's JSON)")
     p.add_argument("--context", default=None, help="with --team: the kubeconfig context (default: the current one)")
     p.set_defaults(func=_cancel)
+
+    p = sub.add_parser("suspend", help="stop a job at a step boundary with a checkpoint, keeping it (resume goes on)")
+    p.add_argument("name")
+    p.set_defaults(func=_suspend)
+
+    p = sub.add_parser("resume", help="run a suspended or preempted job again from its checkpoint, optionally "
+                                      "on another number of ranks or loader workers")
+    p.add_argument("name")
+    p.add_argument("--processes", "-np", type=int, default=None, help="ranks from now on (the checkpoint's global "
+                                                                      "batch is kept by accumulation)")
+    p.add_argument("--num-workers", type=int, default=None, help="loader workers per rank from now on")
+    p.set_defaults(func=_resume)
 
     p = sub.add_parser("wait", help="block until a job ends; exit 0 only if it succeeded")
     p.add_argument("name")
@@ -286,6 +299,28 @@ def _cancel(args: argparse.Namespace) -> int:
     if job is None:
         return 2
     status = job.cancel()
+    print(f"{job.name}: {status}")
+    return 0
+
+
+def _suspend(args: argparse.Namespace) -> int:
+    job = _get(args.name)
+    if job is None:
+        return 2
+    print(f"{job.name}: {job.suspend()}")
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    job = _get(args.name)
+    if job is None:
+        return 2
+    changes = {k: v for k, v in (("processes", args.processes), ("num_workers", args.num_workers)) if v is not None}
+    try:
+        status = job.resume(**changes)
+    except SpecError as exc:  # in the words the user typed: --processes 999, not processes=999
+        print(f"lanenb jobs resume: error: {flag_words(exc, args)}", file=sys.stderr)
+        return 2
     print(f"{job.name}: {status}")
     return 0
 

@@ -202,3 +202,27 @@ def test_cancel_still_stops_every_rank_that_carries_the_jobs_marker(tiny_job):
     assert marker and all(psutil.Process(p).environ().get("LANENB_JOB_MARKER") == marker for p in ranks)
     assert job.cancel().state is JobState.CANCELLED
     wait_for(lambda: not any(alive(p) for p in ranks), timeout=20, what="the ranks to stop")
+
+
+def test_a_lost_jobs_reason_skips_pythons_warnings_and_a_killed_mpirun_says_so(tmp_path):
+    """Issue 51: every `lost` reason quoted runpy's harmless RuntimeWarning as "its last error
+    output"; "launcher exited with code -9" did not say mpirun itself was killed."""
+    import json as _json
+
+    from lanenb.backends.local.backend import LocalBackend
+    from lanenb.jobs import TrainSpec
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "job.log").write_text("")
+    (run / "supervisor.err").write_text(
+        "OSError: [Errno 28] No space left on device\n"
+        "<frozen runpy>:128: RuntimeWarning: 'lanenb.backends.local.supervise' found in sys.modules after import "
+        "of package 'lanenb.backends.local', but prior to execution of 'lanenb.backends.local.supervise'; this may "
+        "result in unpredictable behaviour\n")
+    handle = {"pid": 2 ** 22 - 7, "create_time": 1.0, "run_dir": str(run), "log": str(run / "job.log"), "marker": "m"}
+    spec = TrainSpec(dataset=str(tmp_path), processes=1)
+    reason = LocalBackend().status(spec, handle).reason
+    assert "its last error output: OSError: [Errno 28] No space left on device" in reason and "runpy" not in reason
+    (run / "exit.json").write_text(_json.dumps({"returncode": -9, "started": 1.0, "finished": 2.0}))
+    assert "launcher exited with code -9 (mpirun was killed by SIGKILL)" in LocalBackend().status(spec, handle).reason

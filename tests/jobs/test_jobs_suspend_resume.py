@@ -191,3 +191,16 @@ def test_a_status_read_while_a_resume_relaunches_never_records_the_job_lost(work
     assert again.status().state is JobState.RUNNING and again.handle["pid"] != working_job.handle["pid"]
     assert again.cancel().state is JobState.CANCELLED
     assert again.backend._group_processes(again.handle) == []  # the newest attempt's processes were reached
+
+
+def test_the_console_suspends_and_resumes_and_refuses_in_the_flags_words(working_job, capsys):
+    from lanenb.cli import main
+
+    assert main(["jobs", "suspend", working_job.name]) == 0
+    assert "suspended" in capsys.readouterr().out
+    assert main(["jobs", "resume", working_job.name, "-np", "50000"]) == 2
+    assert "--processes 50000: more ranks than this machine runs" in capsys.readouterr().err
+    assert get_job(working_job.name).status().state is JobState.SUSPENDED
+    assert main(["jobs", "resume", working_job.name]) == 0
+    assert "running" in capsys.readouterr().out
+    assert get_job(working_job.name).cancel().state is JobState.CANCELLED

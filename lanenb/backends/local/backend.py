@@ -29,6 +29,7 @@ import math
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -74,6 +75,13 @@ _SPAWNED: dict[int, subprocess.Popen] = {}
 JOB_MARKER_ENV = "LANENB_JOB_MARKER"  # a random value per job, in the environment of all its processes
 RANKS_TTL_S = 1.0  # how long a scan of a job's rank processes answers status() calls
 _RANKS_CACHE: dict[tuple[int, float], tuple[float, dict[str, str]]] = {}
+
+
+def _harmless(line: str) -> bool:
+    """A line of ``supervisor.err`` that explains nothing about a lost job: Python's warnings
+    (``runpy``'s "found in sys.modules" RuntimeWarning and the source line it quotes)."""
+    text = line.strip()
+    return not text or "Warning:" in text or text.startswith("warn(") or text.startswith("warnings.warn")
 
 
 def _cores() -> int:
@@ -351,7 +359,7 @@ class LocalBackend(Backend):
                 reason += f"; the run dir's disk has {free} bytes free"
         except OSError:
             pass
-        errors = tail_text(run / "supervisor.err", tail_bytes=2048)
+        errors = [e for e in tail_text(run / "supervisor.err", tail_bytes=2048) if not _harmless(e)]
         if errors:
             reason += f"; its last error output: {errors[-1].strip()}"
         left = self._recorded_ranks(handle)
@@ -434,8 +442,8 @@ class LocalBackend(Backend):
         where = f" at step {last.get('step')}" if last is not None else ""
         used = len(exit_info.get("restarts") or [])
         return (f"a SIGTERM stopped every rank{where} with a checkpoint in {handle.get('run_dir')} after {used} "
-                f"restart{'s' if used != 1 else ''} (max_restarts); submit it again with the same run_dir and "
-                "--resume to go on")
+                f"restart{'s' if used != 1 else ''} (max_restarts); job.resume() (or `lanenb jobs resume "
+                "NAME`) continues from it")
 
     def _suspended_reason(self, handle: dict[str, Any]) -> str:
         """Where the suspend stopped the run (its ``preempted`` event), and how to go on."""
@@ -452,6 +460,11 @@ class LocalBackend(Backend):
         if exit_info.get("error"):
             return f"could not start the launcher: {exit_info['error']}"
         reason = f"launcher exited with code {rc}"
+        if rc < 0:  # a signal ended mpirun itself, not a rank's exit status passed on
+            try:
+                reason += f" (mpirun was killed by {signal.Signals(-rc).name})"
+            except ValueError:
+                reason += f" (mpirun was killed by signal {-rc})"
         # the trainer emits an "error" event before dying: tell the user what it said
         last_error = None
         for line in tail_text(Path(handle["log"]), tail_bytes=256 * 1024):
