@@ -111,6 +111,8 @@ def test_a_suspended_training_run_resumes_from_a_new_job_object_with_more_worker
     assert [s["config"]["use_workers"] for s in starts] == [False, True] and starts[1]["config"]["num_workers"] == 1
     resumed = [ev for ev in events if ev.kind == "resumed"]
     assert len(resumed) == 1 and resumed[0]["steps_lost"] == 0 and resumed[0]["preempted"] is True
+    # a person's resume of a suspend, not a launcher's retry after a preemption (issue 51)
+    assert (resumed[0]["automatic"], resumed[0]["after"]) == (False, "suspended")
     steps = [ev["step"] for ev in events if ev.kind == "step" and ev.rank == 0]
     assert steps[-1] == starts[0]["total_steps"]  # the uninterrupted run's step count, none taken twice
     assert len(steps) == len(set(steps))

@@ -16,11 +16,12 @@ import os
 from pathlib import Path
 
 __all__ = ["CANCEL_NAME", "SUSPEND_NAME", "PREEMPTED", "SUSPENDED", "CANCELLED", "REASONS", "PID_DIR_ENV",
-           "stop_reason", "say_stopped", "has_stopped"]
+           "RESUMED_BY_ENV", "stop_reason", "say_stopped", "has_stopped"]
 
 CANCEL_NAME = "cancel.json"  # written by the launcher's cancel before it signals the ranks
 SUSPEND_NAME = "suspend.json"  # written by the launcher's suspend before it signals: the stop is a pause
 PREEMPTED, SUSPENDED, CANCELLED = "preempted", "suspended", "cancelled"
+RESUMED_BY_ENV = "LANENB_RESUMED_BY"  # "user": a person's resume started this launch, not a launcher's retry
 PID_DIR_ENV = "LANENB_PID_DIR"  # the local launcher's folder for its ranks' pid files (lanenb.launch.rankguard)
 REASONS = (PREEMPTED, SUSPENDED, CANCELLED)
 

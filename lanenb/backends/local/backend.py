@@ -60,7 +60,7 @@ from lanenb_trainer.atomic import write_json
 from lanenb_trainer.config import parse_config
 from lanenb_trainer.dataset_dirs import not_a_dataset
 from lanenb_trainer.events import parse_line
-from lanenb_trainer.stopping import CANCEL_NAME, SUSPEND_NAME
+from lanenb_trainer.stopping import CANCEL_NAME, RESUMED_BY_ENV, SUSPEND_NAME
 
 if TYPE_CHECKING:
     from lanenb.contract.spec import TrainSpec
@@ -199,6 +199,9 @@ class LocalBackend(Backend):
     def submit(self, spec: TrainSpec, run_dir: str | Path | None) -> dict[str, Any]:
         """Spawn the supervisor in a new session and return its handle; ``run_dir`` is required
         here (None is only for remote backends, which choose a path in the cluster)."""
+        return self._start(spec, run_dir, {})
+
+    def _start(self, spec: TrainSpec, run_dir: str | Path | None, extra_env: dict[str, str]) -> dict[str, Any]:
         if run_dir is None:
             raise TypeError("the local backend runs a job in a local directory: run_dir must be a path, not None")
         run = make_private_dir(Path(run_dir).expanduser().resolve())
@@ -206,7 +209,7 @@ class LocalBackend(Backend):
             (run / stale).unlink(missing_ok=True)
         log_path = run / LOG_NAME
         argv = self.launcher_argv(spec, run)
-        env = launch_env(os.environ, extra=spec.env)  # rendezvous port, unbuffered ranks
+        env = launch_env(os.environ, extra={**spec.env, **extra_env})  # rendezvous port, unbuffered ranks
         marker = secrets.token_hex(16)  # proves later which processes are this job's (see _owned)
         env[JOB_MARKER_ENV] = marker
         cmd = [self.python, "-m", "lanenb.backends.local.supervise", "--run-dir", str(run),
@@ -557,7 +560,7 @@ class LocalBackend(Backend):
         if self._supervisor(handle) is not None or self._recorded_ranks(handle):
             raise JobStateError(f"job {spec.name!r} still has running processes: suspend() or cancel() it first")
         (Path(handle["run_dir"]) / SUSPEND_NAME).unlink(missing_ok=True)
-        return self.submit(spec, handle["run_dir"])
+        return self._start(spec, handle["run_dir"], {RESUMED_BY_ENV: "user"})  # the ranks' `resumed` says who
 
     def stop_leftovers(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Stop whatever of a finished (or lost) job still runs, without marking it cancelled.

@@ -70,7 +70,7 @@ from lanenb_trainer import exitcodes
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.events import PREFIX as EVENT_PREFIX
 from lanenb_trainer.ranktag import tag_line
-from lanenb_trainer.stopping import PID_DIR_ENV, has_stopped
+from lanenb_trainer.stopping import PID_DIR_ENV, RESUMED_BY_ENV, has_stopped
 
 LOG_NAME = "job.log"
 DIGEST_NAME = "job.digest"  # "<job.log offset after the line> <line>": what a late reader folds
@@ -370,6 +370,7 @@ def supervise(argv: Sequence[str], run_dir: Path, log_path: Path, *, grace: floa
                 for stale in [*pid_dir.glob("rank-*.json"), *pid_dir.glob("stopped-*")]:
                     stale.unlink(missing_ok=True)
                 env["MASTER_PORT"] = str(free_port())  # the last start's rendezvous port may linger
+                env.pop(RESUMED_BY_ENV, None)  # this start is the supervisor's retry, not a person's resume
             info["restarts"] = restarts
             if info["returncode"] == 0 and snapshot is not None and not stopper.signals:
                 info["snapshots"] = _snapshot(log, run_dir, *snapshot)

@@ -16,6 +16,7 @@ batch kept by gradient accumulation, or an LR rule), close to but not bit for bi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ import torch
 from lanenb_trainer import checkpoint as ckpt
 from lanenb_trainer.config import TrainConfig
 from lanenb_trainer.engines import Engine
-from lanenb_trainer.stopping import PREEMPTED
+from lanenb_trainer.stopping import PREEMPTED, RESUMED_BY_ENV
 from lanenb_trainer.training.resize import ResizePlan, plan_resize, resize_seed
 
 __all__ = ["RngState", "EpochTally", "ResumePoint", "resume_state", "read_resume_point", "load_training_state",
@@ -120,7 +121,8 @@ def resume_state(cfg: TrainConfig, run_dir: Path) -> tuple[dict[str, Any], bool]
     state = ckpt.load(path)
     if (state.get("config") or {}).get("run_id") != cfg.run_id:
         return None
-    return state, True
+    # automatic: a launcher's retry; a person's resume (job.resume(), the sidebar) is said so
+    return state, os.environ.get(RESUMED_BY_ENV) != "user"
 
 
 def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size: int,
