@@ -206,3 +206,13 @@ def test_the_console_suspends_and_resumes_and_refuses_in_the_flags_words(working
     assert main(["jobs", "resume", working_job.name]) == 0
     assert "running" in capsys.readouterr().out
     assert get_job(working_job.name).cancel().state is JobState.CANCELLED
+
+
+def test_a_resume_from_a_damaged_checkpoint_is_refused_before_anything_starts(working_job):
+    working_job.suspend()
+    folder = Path(working_job.run_dir) / "checkpoints"
+    folder.mkdir(exist_ok=True)
+    (folder / "last.pt").write_bytes(b"PK\x03\x04" + b"\0" * 200)  # cut short
+    with pytest.raises(JobStateError, match=r"last\.pt is damaged .*no good best\.pt beside it: nothing to resume"):
+        get_job(working_job.name).resume()
+    assert get_job(working_job.name).status().state is JobState.SUSPENDED  # nothing started, nothing changed

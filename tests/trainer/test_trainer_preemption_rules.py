@@ -115,3 +115,50 @@ def test_sigterm_only_asks_and_the_ranks_agree_at_a_step_boundary(monkeypatch):
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _damage(path: Path) -> None:
+    """Random bytes inside the records (this test's checkpoint is small: 64 bytes, a quarter in)."""
+    data = bytearray(path.read_bytes())
+    at = len(data) // 4
+    data[at:at + 64] = os.urandom(64)
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_checkpoint_is_caught_and_best_pt_stands_in_saying_so(tmp_path):
+    """Issue 51: 4 KiB of random bytes in last.pt were resumed silently (then "loss is nan ...
+    lower --lr"); a truncated one started and failed later. The CRC-32s torch's zip already
+    carries are checked; best.pt takes over with the reason, or the resume is refused."""
+    from lanenb_trainer.training.resume import DAMAGED_NOTE
+
+    _write_checkpoint(tmp_path, run_id="lane-a")
+    last = last_checkpoint(tmp_path)
+    ckpt.save_atomic(ckpt.load(last) | {"global_step": 3}, last.with_name("best.pt"))
+    _damage(last)
+    with pytest.raises(ckpt.DamagedCheckpointError, match=r"last\.pt is damaged: its record .* fails its CRC-32"):
+        ckpt.load(last)
+    state, automatic = resume_state(_cfg(tmp_path, run_id="lane-a"), tmp_path)
+    assert state["global_step"] == 3 and "continuing from best.pt instead (step 3" in state[DAMAGED_NOTE]
+    last.write_bytes(last.read_bytes()[:1000])  # cut short
+    last.with_name("best.pt").unlink()
+    with pytest.raises(ckpt.DamagedCheckpointError, match=r"cut short .*no good best\.pt beside it"):
+        resume_state(_cfg(tmp_path, run_id="lane-a"), tmp_path)
+
+
+def test_a_checkpoint_that_does_not_fit_names_the_disk_and_the_space_needed(tmp_path, monkeypatch):
+    """Issue 51: a full disk during a checkpoint ended with torch's "[enforce fail at
+    inline_container.cc:672] . unexpected pos ..." and no word of disk space."""
+    import shutil as _shutil
+    from collections import namedtuple
+
+    def full(*_a, **_k):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(ckpt.torch, "save", full)  # what torch raises on a full disk (ENOSPC inside its writer)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(_shutil, "disk_usage", lambda _p: usage(10 * 2**20, 10 * 2**20, 2 * 2**20))
+    state = {"model": {"w": torch.zeros(1024, 1024)}}  # 4 MiB of tensors, 2 MiB free
+    with pytest.raises(ckpt.DiskFullError, match=r"the disk of .* is full \(2 MiB free; this checkpoint needs "
+                                                  r"about 4 MiB\)"):
+        ckpt.save_atomic(state, tmp_path / "checkpoints" / "last.pt")
+    assert list((tmp_path / "checkpoints").iterdir()) == []  # nothing half-written left

@@ -9,9 +9,13 @@ mid-write never leaves a truncated ``last.pt`` behind.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
+import shutil
 import time
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +31,77 @@ class CheckpointError(UserError, ValueError):
     """A checkpoint that cannot (or must not) be loaded."""
 
 
+class DamagedCheckpointError(CheckpointError):
+    """The file's bytes changed after it was written (a record fails its CRC-32) or it is cut short."""
+
+
+def verify(path: str | os.PathLike) -> None:
+    """Check every record of a checkpoint against the CRC-32 its writer stored.
+
+    ``torch.save`` writes a zip whose records carry CRC-32s, but ``torch.load`` never checks them:
+    4 KiB of random bytes in the middle of ``last.pt`` loaded silently and the resumed run blamed
+    the learning rate for its NaN loss. Reading the file once more costs its size in disk reads.
+
+    Raises:
+        DamagedCheckpointError: a record fails its check, or the file is cut short or not a zip.
+    """
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"PK\x03\x04":
+            return  # not a zip at all: not a checkpoint torch wrote, which load() says in its words
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error) as exc:
+        raise DamagedCheckpointError(f"{path} is damaged (cut short or overwritten: {exc})") from None
+    if bad is not None:
+        raise DamagedCheckpointError(f"{path} is damaged: its record {bad!r} fails its CRC-32 check (the bytes "
+                                     "changed after it was written)")
+
+
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
     """The bare model inside DistributedDataParallel (its state_dict keys have no ``module.``)."""
     return getattr(model, "module", model)
 
 
+class DiskFullError(UserError, OSError):
+    """A checkpoint did not fit on its disk; the message names the folder, the space free and needed."""
+
+
 def save_atomic(obj: Any, path: str | os.PathLike) -> Path:
-    with atomic_open(path, "wb") as f:
-        torch.save(obj, f)
+    """``torch.save`` into a temp file, renamed into place only when whole (``atomic_open``).
+
+    Raises:
+        DiskFullError: the disk filled up while writing: torch says only "[enforce fail at
+            inline_container.cc:672] . unexpected pos ..."; this names the folder, what is free
+            and about what the checkpoint needs (the tensors' bytes).
+    """
+    try:
+        with atomic_open(path, "wb") as f:
+            torch.save(obj, f)
+    except (RuntimeError, OSError) as exc:
+        folder = Path(path).parent
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            raise exc from None
+        need = _tensor_bytes(obj)
+        if free >= max(need, 1) and getattr(exc, "errno", None) != errno.ENOSPC:
+            raise
+        raise DiskFullError(f"writing checkpoint {path} failed: the disk of {folder} is full ({free / 2**20:.0f} MiB "
+                            f"free; this checkpoint needs about {need / 2**20:.0f} MiB): free space there or use "
+                            "a --run-dir on a larger disk, then resume") from exc
     return Path(path)
+
+
+def _tensor_bytes(obj: Any) -> int:
+    """About what ``torch.save(obj)`` writes: the bytes of every tensor inside."""
+    if isinstance(obj, torch.Tensor):
+        return obj.element_size() * obj.nelement()
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_tensor_bytes(v) for v in obj)
+    return 0
 
 
 def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, global_step: int,
@@ -83,12 +149,14 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError: no file at ``path``.
+        DamagedCheckpointError: its bytes fail their CRC-32 check, or it is cut short.
         CheckpointError: the file is not a lanenb checkpoint, or it holds objects other
             than weights (possibly code) and was refused.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
+    verify(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

@@ -77,6 +77,26 @@ RANKS_TTL_S = 1.0  # how long a scan of a job's rank processes answers status() 
 _RANKS_CACHE: dict[tuple[int, float], tuple[float, dict[str, str]]] = {}
 
 
+def _check_checkpoint(folder: Path) -> None:
+    """Refuse a resume before anything starts when ``last.pt`` is damaged and no good ``best.pt``
+    can stand in (the trainer continues from ``best.pt`` then, saying so); no ``last.pt`` at all
+    is the trainer's to handle (a run stopped before its first checkpoint starts over)."""
+    from lanenb_trainer import checkpoint as ckpt  # torch: only when a resume needs it
+
+    last = folder / "last.pt"
+    if not last.is_file():
+        return
+    try:
+        ckpt.verify(last)
+    except ckpt.DamagedCheckpointError as damaged:
+        best = folder / "best.pt"
+        try:
+            ckpt.verify(best)
+        except (ckpt.DamagedCheckpointError, OSError):
+            raise JobStateError(f"{damaged}; no good best.pt beside it: nothing to resume from (submit the job "
+                                "again to start over, or retrain from a snapshot)") from None
+
+
 def _harmless(line: str) -> bool:
     """A line of ``supervisor.err`` that explains nothing about a lost job: Python's warnings
     (``runpy``'s "found in sys.modules" RuntimeWarning and the source line it quotes)."""
@@ -559,6 +579,7 @@ class LocalBackend(Backend):
         self._check_host(handle)
         if self._supervisor(handle) is not None or self._recorded_ranks(handle):
             raise JobStateError(f"job {spec.name!r} still has running processes: suspend() or cancel() it first")
+        _check_checkpoint(Path(handle["run_dir"]) / "checkpoints")
         (Path(handle["run_dir"]) / SUSPEND_NAME).unlink(missing_ok=True)
         return self._start(spec, handle["run_dir"], {RESUMED_BY_ENV: "user"})  # the ranks' `resumed` says who
 

@@ -42,6 +42,7 @@ from lanenb_trainer.training.preempt import FAULT_SIGNAL_VAR, Preemption
 from lanenb_trainer.training.replicas import sync_buffers
 from lanenb_trainer.training.resize import ResizePlan, Schedule
 from lanenb_trainer.training.resume import (
+    DAMAGED_NOTE,
     EpochTally,
     ResumePoint,
     RngState,
@@ -413,6 +414,8 @@ class Trainer:
         if not self.primary:
             return
         point = self.resume_point
+        if point is not None and point.state.get(DAMAGED_NOTE):  # said before the resume it explains
+            self.emit.log(str(point.state[DAMAGED_NOTE]))
         if point is not None:  # counted, with the steps this interruption cost (attempts.py)
             self.emit("resumed", **record_resume(self.run_dir, step=point.global_step, epoch=point.epoch,
                                                  preempted=point.preempted, automatic=point.automatic,

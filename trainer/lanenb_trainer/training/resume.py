@@ -115,14 +115,35 @@ def resume_state(cfg: TrainConfig, run_dir: Path) -> tuple[dict[str, Any], bool]
     """
     path = last_checkpoint(run_dir)
     if cfg.resume:
-        return ckpt.load(path), False
+        return _load_or_best(path), False
     if not cfg.run_id or not path.is_file():
         return None
-    state = ckpt.load(path)
+    state = _load_or_best(path)
     if (state.get("config") or {}).get("run_id") != cfg.run_id:
         return None
     # automatic: a launcher's retry; a person's resume (job.resume(), the sidebar) is said so
     return state, os.environ.get(RESUMED_BY_ENV) != "user"
+
+
+DAMAGED_NOTE = "damaged_note"  # in a state loaded in place of a damaged last.pt: what happened, in words
+
+
+def _load_or_best(path: Path) -> dict[str, Any]:
+    """``last.pt``; when its bytes are damaged, ``best.pt`` of the same run dir (an earlier step:
+    the steps since are taken again, and the ``resumed`` event counts them), with the reason in
+    ``state[DAMAGED_NOTE]``. Without a good ``best.pt`` the damage is raised."""
+    try:
+        return ckpt.load(path)
+    except ckpt.DamagedCheckpointError as damaged:
+        best = path.with_name("best.pt")
+        try:
+            state = ckpt.load(best)
+        except (ckpt.CheckpointError, FileNotFoundError):
+            raise ckpt.DamagedCheckpointError(f"{damaged}; no good best.pt beside it to continue from: start the "
+                                              "run again without --resume (or from a snapshot)") from None
+        state[DAMAGED_NOTE] = (f"{damaged}; continuing from best.pt instead (step {state.get('global_step')}, "
+                               f"epoch {state.get('epoch')})")
+        return state
 
 
 def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size: int,
