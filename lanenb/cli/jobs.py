@@ -138,17 +138,38 @@ def _get(name: str) -> Job | None:
         return None
 
 
+def _runs_here(job: Any) -> bool:
+    """Whether the job's backend runs on this machine (its status is a process check and a few
+    files: cheap), told by its descriptor without building the backend (no cluster client)."""
+    from lanenb.contract.backends import BackendError, get_descriptor
+
+    try:
+        return get_descriptor(job._record.backend).capabilities.runs_here
+    except BackendError:
+        return False
+
+
 def _recorded_state(job: Any, refresh: bool) -> RunState:
-    """The state the registry recorded (no log read, no backend call: a listing of every job
-    stays instant), or with ``refresh`` the backend's answer for a job not yet finished."""
+    """An unfinished local job's live state (a dead rank's job must not read ``running``; asking
+    costs a process check), a remote one's as the registry recorded it (no cluster call: the
+    listing stays instant; ``--refresh`` asks), a finished job's as recorded."""
     from lanenb.analysis.runstate import RunState, fill_tests
     from lanenb.jobs import JobState
 
     state = RunState(state=job._record.state)
     fill_tests(state, job._record.metrics)  # the headline of a finished job, from its recorded metrics
-    if refresh and not JobState(state.state).finished:
+    if not JobState(state.state).finished and (refresh or _runs_here(job)):
         state.fold_status(job.status())
     return state
+
+
+def _stale(job: Any, refresh: bool) -> float | None:
+    """When a listed state was last recorded, for an unfinished remote job shown without asking."""
+    from lanenb.jobs import JobState
+
+    if refresh or JobState(job._record.state).finished or _runs_here(job):
+        return None
+    return job._record.updated
 
 
 def _team(args: argparse.Namespace) -> int:
@@ -180,7 +201,8 @@ def _list(args: argparse.Namespace) -> int:
     for job, s in zip(jobs, summaries):
         state = s["status"] if s["error"] else s["state"]  # "unknown (why)" when unreadable
         rows.append({"name": s["name"], "backend": s["backend"], "state": state, "created": s["created"],
-                     "run_dir": s["run_dir"], "metrics": job._record.metrics, "headline": s["headline"]})
+                     "run_dir": s["run_dir"], "metrics": job._record.metrics, "headline": s["headline"],
+                     "as_of": _stale(job, args.refresh)})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -193,8 +215,12 @@ def _list(args: argparse.Namespace) -> int:
     print(f"{'NAME':<{width}}  {'BACKEND':<10}  {'STATE':<10}  {'CREATED':<19}  "
           f"{'TEST ACCURACY':<{acc_width}}  RUN DIR")
     for r, head in zip(rows, heads):
-        print(f"{r['name']:<{width}}  {r['backend']:<10}  {r['state']:<10}  {_fmt_time(r['created']):<19}  "
+        shown = r["state"] + ("*" if r["as_of"] else "")
+        print(f"{r['name']:<{width}}  {r['backend']:<10}  {shown:<10}  {_fmt_time(r['created']):<19}  "
               f"{head:<{acc_width}}  {r['run_dir'] or '-'}")
+    stale = [r["as_of"] for r in rows if r["as_of"]]
+    if stale:
+        print(f"* as recorded, the oldest at {_fmt_time(min(stale))}: --refresh asks the cluster")
     if not args.all and len(rows) == args.limit:
         total = JobRegistry().count()
         if total > len(rows):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 import time
@@ -109,3 +110,36 @@ def test_jobs_show_rejects_a_bad_line_count(tiny_job, capsys):
 def test_jobs_cli_unknown_job(capsys):
     assert main(["jobs", "logs", "no-such-job"]) == 2
     assert "no job named 'no-such-job'" in capsys.readouterr().err
+
+
+def test_jobs_list_never_shows_a_dead_local_job_running(tiny_job, capsys):
+    """Issue 51: `lanenb jobs list` showed a job whose processes were killed as `running` until
+    something called `show` or `--refresh`. A local job's state is a process check: always asked."""
+    import json as _json
+    import signal as _signal
+
+    from lanenb.jobs import JobRegistry
+    from polling import wait_for
+
+    job = tiny_job(steps=300, delay=0.1)
+    wait_for(lambda: any(line.text.startswith("hello") for line in job.logs()), 20)
+    os.kill(job.handle["pid"], _signal.SIGKILL)  # the supervisor: the job is lost, the registry says running
+    wait_for(lambda: job.backend._supervisor(job.handle) is None, 10)
+    assert JobRegistry().get(job.name).state == "running"
+    assert main(["jobs", "list", "--json"]) == 0
+    (row,) = _json.loads(capsys.readouterr().out)
+    assert row["state"] in ("lost", "failed") and row["as_of"] is None
+    job.cancel()
+
+
+def test_jobs_list_marks_a_remote_jobs_recorded_state_with_its_time(capsys):
+    """A cluster job's state is shown as recorded (asking every cluster would make the list slow):
+    the table says so, with the time, and how to ask."""
+    from lanenb.jobs import JobRegistry
+
+    reg = JobRegistry()
+    reg.add("lane-remote", "kubernetes", {"dataset": "/mnt/data", "backend": "kubernetes"}, None)
+    reg.update("lane-remote", state="running")
+    assert main(["jobs", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "running*" in out and "* as recorded, the oldest at " in out and "--refresh asks the cluster" in out
