@@ -22,5 +22,6 @@ def load_bench(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
     return module
