@@ -11,9 +11,13 @@ a Python environment, seconds to minutes for a file that ``lanenb predict`` and
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
+from lanenb.contract.redact import redact_output
 from lanenb.errors import LanenbError, UserError
 from lanenb.jobs import Job, JobState
 from lanenb.trackers.jobref import job_of
@@ -145,9 +149,24 @@ def to_mlflow(run: Job | str, tracking_uri: str | None = None, experiment: str =
             client.log_batch(run_id, metrics=list(points))
         if record.notes:
             client.set_tag(run_id, "lanenb.notes", "\n".join(record.notes)[:5000])
-        for path, folder in record.artifacts:
-            client.log_artifact(run_id, str(path), folder or None)
+        with tempfile.TemporaryDirectory(prefix="lanenb-mlflow-") as clean:
+            for path, folder in record.artifacts:
+                client.log_artifact(run_id, str(_redacted_copy(path, Path(clean))), folder or None)
         client.set_terminated(run_id, _STATUS.get(status.state, "FAILED"), end_time=record.end_ms)
     except MlflowException as exc:
         raise MlflowExportError(f"MLflow refused the export of {job.name!r} to {client.tracking_uri}: {exc}") from exc
     return MlflowExport(run_id, experiment_id, str(client.tracking_uri), record)
+
+
+def _redacted_copy(path: Path, folder: Path) -> Path:
+    """A JSON file (``config.json``, ``metrics.json``) as uploaded: a copy with every credential
+    redacted (the tracking server is read by more people than the run dir); other files as they are."""
+    if path.suffix != ".json":
+        return path
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return path
+    copy = folder / path.name
+    copy.write_text(json.dumps(redact_output(data), indent=2, sort_keys=True))
+    return copy

@@ -226,3 +226,12 @@ def test_a_lost_jobs_reason_skips_pythons_warnings_and_a_killed_mpirun_says_so(t
     assert "its last error output: OSError: [Errno 28] No space left on device" in reason and "runpy" not in reason
     (run / "exit.json").write_text(_json.dumps({"returncode": -9, "started": 1.0, "finished": 2.0}))
     assert "launcher exited with code -9 (mpirun was killed by SIGKILL)" in LocalBackend().status(spec, handle).reason
+
+
+def test_a_handle_without_a_start_time_never_takes_a_strangers_pid_for_its_supervisor():
+    """Issue 43 (low): a recorded pid with no start time matched whatever process held that pid
+    now; without a start time only the job's marker proves the process is the job's."""
+    from lanenb.backends.local.backend import LocalBackend
+
+    me = {"pid": os.getpid(), "create_time": None, "marker": "not-this-process", "run_dir": "/nonexistent"}
+    assert LocalBackend()._supervisor(me) is None  # this very process: alive, but not the job's

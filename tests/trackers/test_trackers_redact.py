@@ -36,3 +36,17 @@ def test_mlflow_params_hold_no_credential_found_inside_a_value(tmp_path, monkeyp
                                               "MLFLOW_TRACKING_URI": f"https://me:{REDACTED}@mlflow.example.com",
                                               "LANE_NOTE": "kept"}
     assert params["init_from"] == f"https://b.s3.amazonaws.com/w.pt?X-Amz-Signature={REDACTED}"
+    # and the config.json artifact the tracking server keeps (issue 43): uploaded redacted
+    pytest.importorskip("mlflow")
+    pytest.importorskip("sqlalchemy")
+    from mlflow.tracking import MlflowClient
+
+    from lanenb.trackers import to_mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = to_mlflow(job, tracking_uri=uri, experiment="redacted",
+                     artifact_location=(tmp_path / "artifacts").as_uri())
+    local = MlflowClient(uri).download_artifacts(done.run_id, "config.json", str(tmp_path / "down"))
+    uploaded = open(local).read()
+    assert PASSWORDS[2] not in uploaded and REDACTED in uploaded
+    assert PASSWORDS[2] in (tmp_path / "run" / "config.json").read_text()  # the run dir keeps what ran

@@ -263,7 +263,12 @@ class LocalBackend(Backend):
             return None  # our own child, now reaped
         try:
             proc = psutil.Process(int(handle["pid"]))
-            if handle.get("create_time") is not None and abs(proc.create_time() - handle["create_time"]) > 0.01:
+            if handle.get("create_time") is None:
+                # no start time recorded: a bare pid proves nothing (it may be anyone's by now);
+                # only the job's marker in the process's environment does (fail closed)
+                if not self._owned(proc, handle):
+                    return None
+            elif abs(proc.create_time() - handle["create_time"]) > 0.01:
                 return None
             if proc.status() == psutil.STATUS_ZOMBIE:
                 try:
