@@ -109,7 +109,7 @@ function noClusterNote(): HTMLDivElement {
 export const teamApi = {
   view: () => requestAPI<ITeamView>('team'),
   stop: (job: ITeamJob, confirm: string) =>
-    requestAPI<{ stopped: boolean }>(`team/${enc(job.namespace)}/${enc(job.name)}/stop`, {
+    requestAPI<{ stopped: boolean; reason?: string }>(`team/${enc(job.namespace)}/${enc(job.name)}/stop`, {
       method: 'POST',
       body: JSON.stringify({ confirm, uid: job.uid })
     })
@@ -128,7 +128,12 @@ async function confirmTeamStop(job: ITeamJob): Promise<boolean> {
     return false;
   }
   try {
-    await teamApi.stop(job, answer.value.trim());
+    const done = await teamApi.stop(job, answer.value.trim());
+    if (!done.stopped) {
+      // gone already, or the name is another job's now: nothing was deleted, and the user is told why
+      await showErrorMessage('Nothing was stopped', done.reason ?? 'the job is gone', [Dialog.okButton()]);
+      return false;
+    }
     return true;
   } catch (err) {
     await showErrorMessage('Could not stop the job', String((err as Error).message), [Dialog.okButton()]);

@@ -311,7 +311,10 @@ def _cancel_team(args: argparse.Namespace) -> int:
     if args.confirm is None:
         raise UserError(f"cancel --team {args.name}: add --confirm {name} (a teammate's job is deleted only when "
                          "its name is repeated)")
-    stop_team_job(namespace, name, args.confirm, uid=args.uid, context=args.context)
+    done = stop_team_job(namespace, name, args.confirm, uid=args.uid, context=args.context)
+    if not done["stopped"]:
+        print(f"{namespace}/{name}: nothing stopped: {done['reason']}", file=sys.stderr)
+        return 1
     print(f"{namespace}/{name}: deleted (its pods stop first)")
     return 0
 

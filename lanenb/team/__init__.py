@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lanenb.errors import UserError
 from lanenb.kube.access import can_i
-from lanenb.kube.client import MPIJOB_GROUP, MPIJOB_PLURAL, Clients, KubernetesAPIError, KubernetesError
+from lanenb.kube.client import MPIJOB_GROUP, MPIJOB_PLURAL, MPIJOB_VERSION, Clients, KubernetesAPIError, KubernetesError
 from lanenb.kube.names import check_label
 from lanenb.team.azureml import WorkspaceJobs
 from lanenb.team.collector import IDLE_S, TeamCollector
@@ -29,7 +30,11 @@ from lanenb.team.view import TeamView, Unreadable
 __all__ = ["TeamView", "TeamCollector", "WorkspaceJobs", "team_view", "shared_collector", "stop_team_job",
            "TeamPermissionError", "TeamConfirmationError", "close_shared", "IDLE_S"]
 
-_SHARED: dict[tuple[str | None, str | None, tuple[str, ...]], TeamCollector] = {}
+# the watching collectors, least recently used first: each holds ~7 threads and 5 API watches, so
+# a server answering many distinct ?namespace= lists keeps at most MAX_SHARED of them
+_SHARED: OrderedDict[tuple[str | None, str | None, tuple[str, ...]], TeamCollector] = OrderedDict()
+MAX_SHARED = 8
+MAX_NAMESPACES = 32  # namespaces one team view may name
 _WORKSPACES: dict[Any, WorkspaceJobs] = {}  # one reader per AzureML workspace, per process
 _LOCK = threading.Lock()
 
@@ -51,13 +56,32 @@ def _clients(context: str | None, kubeconfig: str | None) -> Clients:
 def shared_collector(*, context: str | None = None, kubeconfig: str | None = None,
                      namespaces: Sequence[str] | None = None) -> TeamCollector:
     """The watching collector of this cluster and namespace set, started on first use (or again
-    after it went idle). One per process: every sidebar and ``%lanejobs --team`` share it."""
-    key = (context, kubeconfig, tuple(namespaces or ()))
+    after it went idle). One per process: every sidebar and ``%lanejobs --team`` share it.
+
+    The set is sorted and deduplicated (``b,a`` and ``a,b,a`` are one collector), at most
+    ``MAX_NAMESPACES`` long, and at most ``MAX_SHARED`` collectors watch at once: the least
+    recently used one is closed to make room (read permission alone must not let a client make
+    the server hold a watch per request).
+
+    Raises:
+        UserError: more than ``MAX_NAMESPACES`` namespaces, or one that is no namespace name.
+    """
+    wanted = tuple(sorted({check_label("namespace", n) for n in namespaces or ()}))
+    if len(wanted) > MAX_NAMESPACES:
+        raise UserError(f"namespaces: {len(wanted)} given, at most {MAX_NAMESPACES} in one team view "
+                        "(leave them out to see every namespace you may list)")
+    key = (context, kubeconfig, wanted)
     with _LOCK:
         found = _SHARED.get(key)
         if found is not None and found.watching:
+            _SHARED.move_to_end(key)
             return found
-        collector = TeamCollector(_clients(context, kubeconfig), namespaces).start(watch=True)
+        if found is not None:
+            del _SHARED[key]
+        while len(_SHARED) >= MAX_SHARED:
+            _, oldest = _SHARED.popitem(last=False)
+            oldest.close()
+        collector = TeamCollector(_clients(context, kubeconfig), wanted or None).start(watch=True)
         _SHARED[key] = collector
         return collector
 
@@ -147,13 +171,21 @@ def stop_team_job(namespace: str, name: str, confirm: Any, *, uid: str | None = 
                   kubeconfig: str | None = None) -> dict[str, Any]:
     """Delete MPIJob ``namespace/name`` (Foreground: its pods go first), a teammate's or one's own.
 
-    Only when ``confirm`` repeats ``name`` (or ``namespace/name``), and only where the API server
-    says we may (``SelfSubjectAccessReview`` before the delete, so a refused user gets one clear
-    line). ``uid`` (the row's): the API server refuses to delete another job that took the name.
+    Only when ``confirm`` repeats ``name`` (or ``namespace/name``), only a lanenb job (label
+    ``app.kubernetes.io/managed-by=lanenb``: another tool's MPIJob is not the team view's to
+    stop), and only where the API server says we may (``SelfSubjectAccessReview`` before the
+    delete, so a refused user gets one clear line). The delete always carries a uid precondition:
+    ``uid`` (the row's), else the one read now, so the API server refuses to delete another job
+    that took the name meanwhile.
+
+    Returns:
+        ``{namespace, name, stopped, at}``; ``stopped`` False with ``reason`` when the job was
+        gone already (404) or the name is another job's now (409).
 
     Raises:
         TeamConfirmationError: ``confirm`` is not the job's name.
-        TeamPermissionError: RBAC does not allow deleting MPIJobs in ``namespace``.
+        TeamPermissionError: RBAC does not allow deleting MPIJobs in ``namespace``, or the MPIJob
+            is not lanenb's.
     """
     check_label("namespace", namespace)
     check_label("job name", name)
@@ -163,14 +195,34 @@ def stop_team_job(namespace: str, name: str, confirm: Any, *, uid: str | None = 
     if not can_i(clients, "delete", MPIJOB_PLURAL, group=MPIJOB_GROUP, namespace=namespace):
         raise TeamPermissionError(f"not allowed: your account may not delete MPIJobs in namespace {namespace!r} "
                                   f"(RBAC); ask the job's owner or a namespace admin to stop {name}")
+    gone = {"namespace": namespace, "name": name, "stopped": False, "at": time.time()}
     try:
-        clients.delete_mpijob(namespace, name, uid)
+        current = clients.call(clients.custom.get_namespaced_custom_object, MPIJOB_GROUP, MPIJOB_VERSION,
+                               namespace, MPIJOB_PLURAL, name, what=f"reading MPIJob {namespace}/{name}")
+    except ApiException as exc:
+        if exc.status == 404:
+            return {**gone, "reason": f"MPIJob {namespace}/{name} does not exist (any more): nothing to stop"}
+        raise KubernetesAPIError(f"reading MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
+                                 exc.status, exc.body) from exc
+    meta = (current.get("metadata") if isinstance(current, dict) else None) or {}
+    if (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") != "lanenb":
+        raise TeamPermissionError(f"MPIJob {namespace}/{name} was not started by lanenb (no label "
+                                  "app.kubernetes.io/managed-by=lanenb): stop it with the tool that made it")
+    if uid is not None and meta.get("uid") != uid:
+        return {**gone, "reason": f"the name {namespace}/{name} belongs to another job now (uid {meta.get('uid')}, "
+                                  f"not {uid}): it was left alone"}
+    try:
+        clients.delete_mpijob(namespace, name, uid or meta.get("uid"))
     except KubernetesAPIError as exc:
         if exc.status == 403:
             raise TeamPermissionError(str(exc)) from exc
         raise
     except ApiException as exc:
-        if exc.status not in (404, 409):  # gone already, or the name is another job's now: nothing of ours to stop
-            raise KubernetesAPIError(f"deleting MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
-                                     exc.status, exc.body) from exc
-    return {"namespace": namespace, "name": name, "stopped": True, "at": time.time()}
+        if exc.status == 404:
+            return {**gone, "reason": f"MPIJob {namespace}/{name} was gone before the delete: nothing to stop"}
+        if exc.status == 409:
+            return {**gone, "reason": f"the name {namespace}/{name} was taken by another job meanwhile: it was "
+                                      "left alone"}
+        raise KubernetesAPIError(f"deleting MPIJob {namespace}/{name} failed: {exc.status} {exc.reason}",
+                                 exc.status, exc.body) from exc
+    return {**gone, "stopped": True}

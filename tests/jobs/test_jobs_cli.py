@@ -118,8 +118,9 @@ def test_jobs_list_never_shows_a_dead_local_job_running(tiny_job, capsys):
     import json as _json
     import signal as _signal
 
-    from lanenb.jobs import JobRegistry
     from polling import wait_for
+
+    from lanenb.jobs import JobRegistry
 
     job = tiny_job(steps=300, delay=0.1)
     wait_for(lambda: any(line.text.startswith("hello") for line in job.logs()), 20)

@@ -185,3 +185,57 @@ def test_the_submitter_is_lanenb_user_then_the_hub_user_then_the_os_account():
     assert submitter({"LANENB_USER": "svc", "JUPYTERHUB_USER": "hub"}) == "svc"
     assert submitter({"JUPYTERHUB_USER": "hub"}) == "hub"
     assert submitter({}) not in ("", None)
+
+
+def test_many_distinct_namespace_lists_keep_a_bounded_pool_of_watching_collectors(team, monkeypatch):
+    """Issue 43: every distinct ?namespace= list started a collector (~7 threads, 5 watches, kept
+    600 s): 30 requests added 210 threads. Lists are sorted and capped, the pool bounded."""
+    import threading
+
+    import lanenb.team as team_module
+    from lanenb.errors import UserError
+
+    thread, tmp = team
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp, LEAD)))
+    team_module.close_shared()
+    before = threading.active_count()
+    try:
+        a = team_module.shared_collector(namespaces=["team-b", "team-a"])
+        assert team_module.shared_collector(namespaces=["team-a", "team-b", "team-a"]) is a  # one set, one collector
+        made = [team_module.shared_collector(namespaces=["team-a", f"extra-{i}"]) for i in range(8)]
+        time.sleep(0.5)
+        full = threading.active_count()  # the pool at its size
+        made += [team_module.shared_collector(namespaces=["team-a", f"extra-{i}"]) for i in range(8, 30)]
+        assert len(team_module._SHARED) == team_module.MAX_SHARED
+        assert not a.watching and not made[0].watching and made[-1].watching  # the oldest were closed
+        deadline = time.monotonic() + 10
+        while threading.active_count() > full + 2:  # closed collectors' threads end: no growth per request
+            assert time.monotonic() < deadline, (before, full, threading.active_count())
+            time.sleep(0.1)
+        with pytest.raises(UserError, match=r"namespaces: 33 given, at most 32"):
+            team_module.shared_collector(namespaces=[f"ns-{i}" for i in range(33)])
+        with pytest.raises(UserError, match=r"namespace"):
+            team_module.shared_collector(namespaces=["Bad_NS"])
+    finally:
+        team_module.close_shared()
+
+
+def test_a_team_stop_never_deletes_a_job_that_took_the_name_or_another_tools_mpijob(team, monkeypatch):
+    """Issue 43: without --uid, a stop deleted whichever MPIJob held the name by then; a 409 still
+    answered stopped: True; an MPIJob lanenb did not start could be deleted too."""
+    thread, tmp = team
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig_for(thread, tmp, LEAD)))
+    old_uid = thread.call(thread.emulator.get, MPIJOBS, "team-b", "b-run")["metadata"]["uid"]
+    thread.call(thread.emulator.delete, MPIJOBS, "team-b", "b-run")
+    thread.call(thread.emulator.create, MPIJOBS, "team-b", mpijob("team-b", "b-run", "frank"))  # a new job, same name
+    done = stop_team_job("team-b", "b-run", "b-run", uid=old_uid)
+    assert done["stopped"] is False and "belongs to another job now" in done["reason"]
+    assert thread.call(thread.emulator.get, MPIJOBS, "team-b", "b-run") is not None  # the newcomer is untouched
+    gone = stop_team_job("team-b", "no-such", "no-such")
+    assert gone["stopped"] is False and "does not exist" in gone["reason"]
+    foreign = mpijob("team-b", "their-run", "frank")
+    foreign["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "kubeflow-pipelines"
+    thread.call(thread.emulator.create, MPIJOBS, "team-b", foreign)
+    with pytest.raises(TeamPermissionError, match="was not started by lanenb"):
+        stop_team_job("team-b", "their-run", "their-run")
+    assert thread.call(thread.emulator.get, MPIJOBS, "team-b", "their-run") is not None

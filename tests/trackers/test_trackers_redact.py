@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from homes import isolated_home
@@ -47,6 +48,6 @@ def test_mlflow_params_hold_no_credential_found_inside_a_value(tmp_path, monkeyp
     done = to_mlflow(job, tracking_uri=uri, experiment="redacted",
                      artifact_location=(tmp_path / "artifacts").as_uri())
     local = MlflowClient(uri).download_artifacts(done.run_id, "config.json", str(tmp_path / "down"))
-    uploaded = open(local).read()
+    uploaded = Path(local).read_text()
     assert PASSWORDS[2] not in uploaded and REDACTED in uploaded
     assert PASSWORDS[2] in (tmp_path / "run" / "config.json").read_text()  # the run dir keeps what ran

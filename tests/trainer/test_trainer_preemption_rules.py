@@ -137,7 +137,7 @@ def test_a_damaged_checkpoint_is_caught_and_best_pt_stands_in_saying_so(tmp_path
     _damage(last)
     with pytest.raises(ckpt.DamagedCheckpointError, match=r"last\.pt is damaged: its record .* fails its CRC-32"):
         ckpt.load(last)
-    state, automatic = resume_state(_cfg(tmp_path, run_id="lane-a"), tmp_path)
+    state, _automatic = resume_state(_cfg(tmp_path, run_id="lane-a"), tmp_path)
     assert state["global_step"] == 3 and "continuing from best.pt instead (step 3" in state[DAMAGED_NOTE]
     last.write_bytes(last.read_bytes()[:1000])  # cut short
     last.with_name("best.pt").unlink()
