@@ -47,7 +47,15 @@ def test_manifests_parse_and_pin_versions():
     assert any("snapshot-controller" in r for r in snapshots["resources"])
     kinds = sorted(d["kind"] for d in load("rbac-submitter.yaml") + load("rbac-trainer.yaml"))
     assert kinds == ["Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"]
-    assert sorted(d["kind"] for d in load("rbac-team-viewer.yaml")) == ["ClusterRole", "ClusterRoleBinding"]
+    # namespaced bindings (issue 43): only nodes, which belong to no namespace, are bound cluster-wide
+    viewer = load("rbac-team-viewer.yaml")
+    assert sorted(d["kind"] for d in viewer) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "RoleBinding"]
+    (cluster_wide,) = [d for d in viewer if d["kind"] == "ClusterRoleBinding"]
+    granted = next(d for d in viewer if d["metadata"]["name"] == cluster_wide["roleRef"]["name"]
+                   and d["kind"] == "ClusterRole")
+    assert [r["resources"] for r in granted["rules"]] == [["nodes"]]
+    assert not any("pods/log" in r["resources"] for d in viewer if d["kind"] == "ClusterRole" for r in d["rules"])
+    assert sorted(d["kind"] for d in load("rbac-team-viewer-logs.yaml")) == ["ClusterRole", "RoleBinding"]
     assert "kubectl apply --server-side -k deploy/mpi-operator" in (DEPLOY / "README.md").read_text()
 
 
@@ -114,7 +122,8 @@ def test_team_viewer_role_covers_every_request_of_the_team_view(tmp_path):
             assert collector.view().to_dict()["jobs"]
         finally:
             collector.close()
-    rules = next(d for d in load("rbac-team-viewer.yaml") if d["kind"] == "ClusterRole")["rules"]
+    rules = [r for f in ("rbac-team-viewer.yaml", "rbac-team-viewer-logs.yaml") for d in load(f)
+             if d["kind"] == "ClusterRole" for r in d["rules"]]
     needed = {p for p in (any_scope_permission(m, q) for m, q in thread.emulator.served) if p}
     needed.discard(("authorization.k8s.io", "selfsubjectaccessreviews", "POST"))  # system:basic-user's
     assert ("kubeflow.org", "mpijobs", "list") in needed and ("", "nodes", "list") in needed
