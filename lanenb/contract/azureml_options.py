@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lanenb.contract.fields import check_choice, coerce_int, coerce_opt_str, reject_unknown
+from lanenb.contract.fields import check_choice, coerce_int, coerce_opt_str, options_from_dict
 from lanenb.errors import SpecError
 
 if TYPE_CHECKING:
@@ -153,14 +153,7 @@ class AzureMLOptions:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | AzureMLOptions | None) -> AzureMLOptions:
-        if data is None:
-            return cls()
-        if isinstance(data, AzureMLOptions):
-            return data
-        if not isinstance(data, Mapping):
-            raise SpecError("azureml", data, "must be an AzureMLOptions or a dict of its fields")
-        reject_unknown(cls, data, "azureml", "unknown option(s); known")
-        return cls(**data)
+        return options_from_dict(cls, data, "azureml")
 
 
 def check_spec(spec: TrainSpec) -> None:

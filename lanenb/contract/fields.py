@@ -11,14 +11,16 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from lanenb.errors import SpecError
 from lanenb.kube.rules import label_problem, name_problem
 from lanenb_trainer.runai import bool_word
 
+T = TypeVar("T")
+
 __all__ = ["coerce_int", "coerce_bool", "check_choice", "coerce_opt_str", "coerce_quantity", "coerce_env",
-           "check_rfc1123_label", "check_rfc1123_subdomain", "reject_unknown"]
+           "check_rfc1123_label", "check_rfc1123_subdomain", "reject_unknown", "options_from_dict"]
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Kubernetes resource.Quantity: a decimal number, then a binary/decimal SI suffix or an exponent.
@@ -155,3 +157,17 @@ def reject_unknown(cls: type, data: Mapping[str, Any], field_name: str, lead: st
     unknown = sorted(set(data) - known)
     if unknown:
         raise SpecError(field_name, unknown, f"{lead}: {', '.join(sorted(known))}")
+
+
+def options_from_dict(cls: type[T], data: Any, section: str) -> T:
+    """A backend options object from a dict, itself, or None (the defaults): the one rule of every
+    options class's ``from_dict`` (``k8s``, ``azureml``, ``local`` sections), unknown keys refused."""
+    if data is None:
+        return cls()
+    if isinstance(data, cls):
+        return data
+    article = "an" if cls.__name__[0] in "AEIOU" else "a"
+    if not isinstance(data, Mapping):
+        raise SpecError(section, data, f"must be {article} {cls.__name__} or a dict of its fields")
+    reject_unknown(cls, data, section, "unknown option(s); known")
+    return cls(**data)

@@ -19,7 +19,7 @@ from lanenb.contract.fields import (
     coerce_int,
     coerce_labels,
     coerce_opt_str,
-    reject_unknown,
+    options_from_dict,
 )
 from lanenb.errors import SpecError
 from lanenb.kube.rules import toleration_problem
@@ -146,11 +146,4 @@ class KubernetesOptions:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | KubernetesOptions | None) -> KubernetesOptions:
-        if data is None:
-            return cls()
-        if isinstance(data, KubernetesOptions):
-            return data
-        if not isinstance(data, Mapping):
-            raise SpecError("k8s", data, "must be a KubernetesOptions or a dict of its fields")
-        reject_unknown(cls, data, "k8s", "unknown option(s); known")
-        return cls(**data)
+        return options_from_dict(cls, data, "k8s")

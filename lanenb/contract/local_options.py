@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lanenb.contract.fields import coerce_bool, reject_unknown
-from lanenb.errors import SpecError
+from lanenb.contract.fields import coerce_bool, options_from_dict
 
 __all__ = ["LocalOptions"]
 
@@ -40,11 +39,4 @@ class LocalOptions:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | LocalOptions | None) -> LocalOptions:
-        if data is None:
-            return cls()
-        if isinstance(data, LocalOptions):
-            return data
-        if not isinstance(data, Mapping):
-            raise SpecError("local", data, "must be a LocalOptions or a dict of its fields")
-        reject_unknown(cls, data, "local", "unknown option(s); known")
-        return cls(**data)
+        return options_from_dict(cls, data, "local")
