@@ -21,7 +21,6 @@ from lanenb.contract.redact import (
     REDACTED,
     fingerprints,
     inherited_secrets,
-    redact_chunk,
     redact_line,
     redact_output,
     redact_spec,
@@ -34,6 +33,7 @@ from lanenb.errors import SpecError, UserError
 from lanenb.home import default_run_dir
 from lanenb.jobs.updates import Update, UpdateBatch
 from lanenb.jobs.updates import poll as _poll
+from lanenb.jobs.updates import read_log as _read_log
 from lanenb.registry.jobs import JOB_FILE, JobExistsError, JobNotFoundError, JobRecord, JobRegistry
 from lanenb_trainer.atomic import write_json
 from lanenb_trainer.evaluation.headline import from_metrics
@@ -243,9 +243,7 @@ class Job:
             max_lines: the most lines returned.
             tail_lines: with ``cursor=None``, only the last this many.
         """
-        chunk = self.backend.read_log(self.spec, self._record.handle, cursor, max_lines=max_lines,
-                                      tail_lines=tail_lines)
-        return redact_chunk(chunk, self._env())
+        return _read_log(self, cursor, max_lines=max_lines, tail_lines=tail_lines)
 
     def _env(self) -> dict[str, Any] | None:
         """The spec's variables, whose secret values redaction looks for (a fetch spec has none)."""
@@ -500,6 +498,8 @@ class Job:
         fields: dict[str, Any] = {"spec": stored, "finished": None, "metrics": None}
         if handle is not None:  # relaunched: a new supervisor, running now
             fields.update(handle=handle, state=JobState.RUNNING.value, status=JobStatus(JobState.RUNNING).to_dict())
+        else:  # the backend resumes the same handle (an MPIJob un-suspended): the claim ends, readers ask it
+            fields.update(status=JobStatus(JobState.RESTARTING, reason="resumed from the last checkpoint").to_dict())
         self._registry.reopen(self.name, [claimed.state.value, *(s.value for s in RESUMABLE)], **fields)
         self._spec = spec
         self._refresh()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lanenb.contract.backend import LogChunk, LogLine
+from lanenb.contract.redact import redact_chunk
 from lanenb.contract.status import JobStatus
 from lanenb.errors import SpecError
 from lanenb_trainer.events import Event
@@ -64,6 +65,13 @@ def _state_key(status: JobStatus) -> str:
     return f"{status.state.value}:{status.reason or ''}".replace("|", "/")
 
 
+def read_log(job: Job, cursor: str | None, *, max_lines: int = 5000, tail_lines: int | None = None) -> LogChunk:
+    """The backend's lines after ``cursor``, redacted (the job layer's seam: whatever the backend,
+    a rank that printed a secret shows ``<redacted>``). See ``Job.read_log``."""
+    chunk = job.backend.read_log(job.spec, job.handle, cursor, max_lines=max_lines, tail_lines=tail_lines)
+    return redact_chunk(chunk, getattr(job.spec, "env", None))
+
+
 def poll(job: Job, cursor: str | None = None, *, max_lines: int = 5000,
          tail_lines: int | None = None) -> UpdateBatch:
     """See ``Job.poll``. Status is read before the log, so a final status plus a complete log
@@ -72,7 +80,7 @@ def poll(job: Job, cursor: str | None = None, *, max_lines: int = 5000,
     status = job.status()
     updates: list[Update] = []
     new_state = _state_key(status)
-    chunk = job.read_log(log_cursor, max_lines=max_lines, tail_lines=tail_lines if log_cursor is None else None)
+    chunk = read_log(job, log_cursor, max_lines=max_lines, tail_lines=tail_lines if log_cursor is None else None)
     if new_state != state_key:
         updates.append(Update(cursor=f"{new_state}|{log_cursor or ''}", status=status))
     for line, line_cursor in chunk.lines:

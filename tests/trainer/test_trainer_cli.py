@@ -9,8 +9,8 @@ from lanenb.cli import main
 
 @pytest.mark.parametrize("argv,expected", [
     (["--data", "/no/such/data"], "--data '/no/such/data': no such directory"),
-    (["--processes", "0"], "processes=0: must be >= 1"),
-    (["--batch-size", "0"], "batch_size=0: must be >= 1"),
+    (["--processes", "0"], "--processes 0: must be >= 1"),
+    (["--batch-size", "0"], "--batch-size 0: must be >= 1"),
 ])
 def test_train_rejects_bad_input_before_launch(argv, expected, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
