@@ -333,11 +333,12 @@ export class LaneSidebar extends Widget {
 
   private updateDiffButton(): void {
     this._diff.disabled = this._picked.length !== 2;
-    // says what it compares: the two picked versions, by their short ids
-    this._diff.textContent =
-      this._picked.length === 2
-        ? `Diff ${this._picked[0].slice(0, 8)} \u2192 ${this._picked[1].slice(0, 8)}`
-        : 'Diff two picked versions';
+    // short enough for the section's header; the tooltip says what it compares (or what to do)
+    const two = this._picked.length === 2;
+    this._diff.textContent = two ? 'Diff picked' : 'Diff';
+    this._diff.title = two
+      ? `diff ${this._picked[0].slice(0, 8)} \u2192 ${this._picked[1].slice(0, 8)}`
+      : 'tick two versions below to diff them';
   }
 
   private async diffPicked(): Promise<void> {
