@@ -8,6 +8,8 @@ directory for the Kubernetes store.
 from __future__ import annotations
 
 import sys
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +119,51 @@ def calls(log: Path) -> list[str]:
     found = log.read_text().split() if log.exists() else []
     log.write_text("")
     return found
+
+
+# a "training" program for --snapshot jobs: rank 0 writes a checkpoint and metrics.json with the
+# accuracy given; "fail" makes rank 1 fail, "lose-data" deletes the dataset before the snapshot
+SNAPSHOT_PROGRAM = textwrap.dedent("""
+    import json, os, sys
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    mode, accuracy = sys.argv[1], sys.argv[2]
+    if mode == "fail" and rank == 1:
+        sys.exit(3)
+    if mode == "lose-data" and rank == 0:  # the dataset is gone by the time it is snapshotted
+        import shutil
+        shutil.rmtree(os.environ["LANE_DATA"])
+    if rank == 0:
+        run = os.environ["LANE_RUN_DIR"]
+        os.makedirs(os.path.join(run, "checkpoints"), exist_ok=True)
+        with open(os.path.join(run, "checkpoints", "best.pt"), "wb") as fh:
+            fh.write(accuracy.encode() * 100)
+        with open(os.path.join(run, "metrics.json"), "w") as fh:
+            json.dump({"accuracy": float(accuracy)}, fh)
+    print("done", rank, flush=True)
+""")
+
+
+def snapshot_job_runner(tmp_path: Path) -> Callable[..., tuple[Any, Any, Path, Path]]:
+    """``run(mode="ok", snapshot=True, name=..., accuracy="0.9125")`` -> (job, status, dataset, run dir):
+    a 2-rank local job of ``SNAPSHOT_PROGRAM`` on a small dataset folder, waited for."""
+    import shutil
+
+    import pytest
+
+    from lanenb.jobs import TrainSpec, submit
+
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun (Open MPI) is not installed")
+    program = tmp_path / "program.py"
+    program.write_text(SNAPSHOT_PROGRAM)
+    data = tmp_path / "dataset"
+    write_files(data, {"label_data.json": '{"lanes": []}\n', "clips/0530/1/20.jpg": "frame"})
+
+    def run(mode: str = "ok", snapshot: bool = True, name: str = "snap-job", accuracy: str = "0.9125"):
+        run_dir = tmp_path / f"run-{name}"
+        spec = TrainSpec(dataset=str(data), processes=2, run_dir=str(run_dir), name=name,
+                         env={"LANE_RUN_DIR": str(run_dir), "LANE_DATA": str(data)}, enable_snapshot=snapshot)
+        job = submit(spec, program=[sys.executable, str(program), mode, accuracy], trainer_args=False)
+        return job, job.wait(timeout=240), data, run_dir
+
+    return run

@@ -3,56 +3,19 @@ by the detached supervisor, recorded in the job registry and announced as a ``sn
 
 from __future__ import annotations
 
-import shutil
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from snapshot_support import snapshot_job_runner
 
 import lanenb.snapshots as snaps
-from lanenb.jobs import JobState, TrainSpec, get_job, submit
+from lanenb.jobs import JobState, get_job
 
 pytestmark = pytest.mark.usefixtures("restic_installed")
 
-PROGRAM = textwrap.dedent("""
-    import json, os, sys
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    if sys.argv[1] == "fail" and rank == 1:
-        sys.exit(3)
-    if sys.argv[1] == "lose-data" and rank == 0:  # the dataset is gone by the time it is snapshotted
-        import shutil
-        shutil.rmtree(os.environ["LANE_DATA"])
-    if rank == 0:
-        run = os.environ["LANE_RUN_DIR"]
-        os.makedirs(os.path.join(run, "checkpoints"), exist_ok=True)
-        with open(os.path.join(run, "checkpoints", "best.pt"), "wb") as fh:
-            fh.write(b"weights" * 100)
-        with open(os.path.join(run, "metrics.json"), "w") as fh:
-            json.dump({"accuracy": 0.9125}, fh)
-    print("done", rank, flush=True)
-""")
-
-
 @pytest.fixture
 def run_job(tmp_path: Path):
-    if shutil.which("mpirun") is None:
-        pytest.skip("mpirun (Open MPI) is not installed")
-    program = tmp_path / "program.py"
-    program.write_text(PROGRAM)
-    data = tmp_path / "dataset"
-    (data / "clips").mkdir(parents=True)
-    (data / "label_data.json").write_text('{"lanes": []}\n')
-
-    def _run(mode: str = "ok", snapshot: bool = True, name: str = "snap-job"):
-        run_dir = tmp_path / f"run-{name}"
-        spec = TrainSpec(dataset=str(data), processes=2, run_dir=str(run_dir), name=name,
-                         env={"LANE_RUN_DIR": str(run_dir), "LANE_DATA": str(data)}, enable_snapshot=snapshot)
-        job = submit(spec, program=[sys.executable, str(program), mode], trainer_args=False)
-        status = job.wait(timeout=240)
-        return job, status, data, run_dir
-
-    return _run
+    return snapshot_job_runner(tmp_path)
 
 
 def test_a_successful_run_with_snapshot_records_its_run_dir_and_dataset(run_job, tmp_path):
@@ -64,7 +27,7 @@ def test_a_successful_run_with_snapshot_records_its_run_dir_and_dataset(run_job,
     assert by_role["run"].volume == str(run_dir.resolve()) and by_role["dataset"].volume == str(data.resolve())
     assert all(s.labels["job"] == job.name and s.labels["accuracy"] == "0.9125" for s in made)
     restored = Path(snaps.restore(by_role["run"].id, str(tmp_path / "reproduce")))
-    assert (restored / "checkpoints" / "best.pt").read_bytes() == b"weights" * 100
+    assert (restored / "checkpoints" / "best.pt").read_bytes() == b"0.9125" * 100
     assert "done 0" in (restored / "job.log").read_text()
     events = [ev for ev in job.events() if ev.kind == "snapshot"]
     assert sorted(ev.get("snapshot") for ev in events) == sorted(s.id for s in made)

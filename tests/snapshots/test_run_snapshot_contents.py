@@ -6,31 +6,16 @@ Real restic and real mpirun jobs throughout."""
 from __future__ import annotations
 
 import os
-import shutil
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from snapshot_support import write_files
+from snapshot_support import snapshot_job_runner, write_files
 
 import lanenb.snapshots as snaps
-from lanenb.jobs import JobState, TrainSpec, get_job, submit
+from lanenb.jobs import JobState, get_job
 
 pytestmark = pytest.mark.usefixtures("restic_installed")
 
-PROGRAM = textwrap.dedent("""
-    import json, os, sys
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    if rank == 0:
-        run = os.environ["LANE_RUN_DIR"]
-        os.makedirs(os.path.join(run, "checkpoints"), exist_ok=True)
-        with open(os.path.join(run, "checkpoints", "best.pt"), "wb") as fh:
-            fh.write(sys.argv[1].encode() * 100)
-        with open(os.path.join(run, "metrics.json"), "w") as fh:
-            json.dump({"accuracy": float(sys.argv[1])}, fh)
-    print("done", rank, flush=True)
-""")
 # what the user cares about in a run dir; everything else the supervisor keeps for itself
 USER_FILES = {"checkpoints/best.pt", "metrics.json", "job.log"}
 INTERNAL_PATHS = ("pids", "supervisor.err", ".exit.reserve", "job.digest", "cancel.json", "suspend.json")
@@ -38,19 +23,11 @@ INTERNAL_PATHS = ("pids", "supervisor.err", ".exit.reserve", "job.digest", "canc
 
 @pytest.fixture
 def run_job(tmp_path: Path):
-    if shutil.which("mpirun") is None:
-        pytest.skip("mpirun (Open MPI) is not installed")
-    program = tmp_path / "program.py"
-    program.write_text(PROGRAM)
-    data = tmp_path / "dataset"
-    write_files(data, {"label_data.json": '{"lanes": []}\n', "clips/0530/1/20.jpg": "frame"})
+    """``run(name, accuracy)`` -> (job, dataset, run dir) of a successful ``--snapshot`` job."""
+    run = snapshot_job_runner(tmp_path)
 
     def _run(name: str, accuracy: str = "0.5"):
-        run_dir = tmp_path / f"run-{name}"
-        spec = TrainSpec(dataset=str(data), processes=2, run_dir=str(run_dir), name=name,
-                         env={"LANE_RUN_DIR": str(run_dir)}, enable_snapshot=True)
-        job = submit(spec, program=[sys.executable, str(program), accuracy], trainer_args=False)
-        status = job.wait(timeout=240)
+        job, status, data, run_dir = run(name=name, accuracy=accuracy)
         assert status.state is JobState.SUCCEEDED, "\n".join(str(line) for line in job.logs())
         return job, data, run_dir
 
