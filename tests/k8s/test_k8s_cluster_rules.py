@@ -193,7 +193,10 @@ def test_long_event_lines_are_reassembled_from_mpiruns_chunks(cluster, backend, 
     assert [line.text for line, _ in chunk.lines] == [payload]
 
 
-def test_a_secret_echoed_by_a_rank_is_redacted_in_logs(cluster, backend, kubeconfig, pvc):
+def test_a_secret_echoed_by_a_rank_is_redacted_in_logs(cluster, backend, kubeconfig, pvc, tmp_path, monkeypatch):
+    from homes import isolated_home
+
+    isolated_home(tmp_path, monkeypatch)  # the job is recorded: in this test's own registry
     _, fake = cluster
     fake.rewrite_argv = program("import os; print('[1,0]<stdout>:token=' + os.environ['HF_TOKEN'], flush=True)")
     spec = make_spec(name="lane-secret", env=["HF_TOKEN=hf_supersecret"])
