@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lanenb.analysis.headline import LAST, figure
 from lanenb_trainer.errors import UserError
+from lanenb_trainer.evaluation.lane_eval import latency_ms
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -73,9 +74,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"lanenb predict: error: {exc}", file=sys.stderr)
         return 2
     pred_file = write_predictions(lines, out / "predictions.json")
-    times = sorted(l["run_time"] for l in lines)
-    p50, p95 = times[len(times) // 2], times[min(len(times) - 1, int(0.95 * len(times)))]
-    print(f"{len(lines)} frame(s): {pred_file}  (run_time per frame p50 {p50:.1f} ms, p95 {p95:.1f} ms)")
+    latency = latency_ms(line["run_time"] for line in lines)
+    print(f"{len(lines)} frame(s): {pred_file}  (run_time per frame p50 {latency['latency_ms_p50']:.1f} ms, "
+          f"p95 {latency['latency_ms_p95']:.1f} ms)")
     if metrics is not None:
         from lanenb_trainer.atomic import write_json
 

@@ -36,7 +36,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,24 +206,29 @@ def redact_env_list(env: Iterable[Mapping[str, Any]] | None) -> list[dict[str, A
     return out
 
 
-def redact_data(data: Any) -> Any:
-    """A copy of any JSON-like value (a manifest, a spec, pod args) with credentials found by
-    shape replaced in every string, and container ``env`` lists redacted by name too."""
+def _redact_tree(data: Any, leaf: Callable[[str], str]) -> Any:
+    """A copy of a JSON-like value with ``leaf`` applied to every string, and ``env`` entries
+    (a container's list, a spec's mapping) redacted by name first."""
     if isinstance(data, str):
-        return redact_shapes(data)
+        return leaf(data)
     if isinstance(data, Mapping):
         out = {}
         for key, value in data.items():
             if key == "env" and isinstance(value, list):
-                out[key] = redact_data(redact_env_list(value))
+                value = redact_env_list(value)
             elif key == "env" and isinstance(value, Mapping):
-                out[key] = redact_env(value)
-            else:
-                out[key] = redact_data(value)
+                value = redact_env(value)
+            out[key] = _redact_tree(value, leaf)
         return out
     if isinstance(data, (list, tuple)):
-        return [redact_data(v) for v in data]
+        return [_redact_tree(v, leaf) for v in data]
     return data
+
+
+def redact_data(data: Any) -> Any:
+    """A copy of any JSON-like value (a manifest, a spec, pod args) with credentials found by
+    shape replaced in every string, and container ``env`` lists redacted by name too."""
+    return _redact_tree(data, redact_shapes)
 
 
 def redact_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -494,20 +499,7 @@ def redact_output(data: Any, env: Mapping[str, Any] | None = None) -> Any:
     every string through :func:`redact_text` (fingerprints, ``env``'s secrets, shapes) and
     container ``env`` lists redacted by name. The job layer's seam: whatever the backend, a
     built-in or a plug-in, nothing it says reaches the registry, the server or a notebook raw."""
-    if isinstance(data, str):
-        return redact_text(data, env)
-    if isinstance(data, Mapping):
-        out = {}
-        for key, value in data.items():
-            if key == "env" and isinstance(value, list):
-                value = redact_env_list(value)
-            elif key == "env" and isinstance(value, Mapping):
-                value = redact_env(value)
-            out[key] = redact_output(value, env)
-        return out
-    if isinstance(data, (list, tuple)):
-        return [redact_output(v, env) for v in data]
-    return data
+    return _redact_tree(data, lambda text: redact_text(text, env))
 
 
 def redact_status(status: Any, env: Mapping[str, Any] | None = None) -> Any:

@@ -41,10 +41,6 @@ def _signal_each(procs: Iterable[psutil.Process], sig: int) -> None:
 
 def reaped(proc: psutil.Process) -> bool:
     """Whether ``proc`` has stopped (a zombie of ours is reaped here): nothing left to signal."""
-    return _stopped(proc)
-
-
-def _stopped(proc: psutil.Process) -> bool:
     try:
         if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
             return False
@@ -63,7 +59,7 @@ def wait_gone(procs: Iterable[psutil.Process], seconds: float, *,
     left = list(procs)
     deadline = time.monotonic() + seconds
     while True:
-        left = [p for p in left if not _stopped(p)]
+        left = [p for p in left if not reaped(p)]
         if not left or time.monotonic() >= deadline or (until is not None and until(left)):
             return left
         time.sleep(_POLL)

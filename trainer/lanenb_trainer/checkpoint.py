@@ -58,6 +58,31 @@ def verify(path: str | os.PathLike) -> None:
                                      "changed after it was written)")
 
 
+def resumable(last: str | os.PathLike) -> tuple[Path, DamagedCheckpointError | None]:
+    """The file a resume continues from: ``last`` (``last.pt``) when its bytes check out, else
+    ``best.pt`` beside it (an earlier step: the steps since are taken again), with the damage that
+    made it stand in. The one rule for the launcher's check before a resume and the ranks' load.
+
+    Raises:
+        FileNotFoundError: no file at ``last``.
+        DamagedCheckpointError: ``last`` is damaged and no good ``best.pt`` is beside it.
+    """
+    last = Path(last)
+    if not last.is_file():
+        raise FileNotFoundError(f"no checkpoint at {last}")
+    try:
+        verify(last)
+        return last, None
+    except DamagedCheckpointError as damaged:
+        best = last.with_name("best.pt")
+        try:
+            verify(best)
+        except (DamagedCheckpointError, OSError):
+            raise DamagedCheckpointError(f"{damaged}; no good best.pt beside it: nothing to resume from (start the "
+                                         "run again from step 0, or retrain from a snapshot)") from None
+        return best, damaged
+
+
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
     """The bare model inside DistributedDataParallel (its state_dict keys have no ``module.``)."""
     return getattr(model, "module", model)
@@ -140,7 +165,7 @@ def make_state(*, model, optimizer, scaler, epoch: int, step_in_epoch: int, glob
     }
 
 
-def load(path: str | os.PathLike) -> dict[str, Any]:
+def load(path: str | os.PathLike, *, verified: bool = False) -> dict[str, Any]:
     """Read a checkpoint weights-only: tensors, numbers, strings and containers, never code.
 
     A full unpickle (``weights_only=False``) of ``last.pt`` on a shared volume would run
@@ -156,7 +181,8 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    verify(path)
+    if not verified:  # ``resumable`` checked it already: its bytes are read once more, not twice
+        verify(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

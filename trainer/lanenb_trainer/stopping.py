@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CANCEL_NAME", "SUSPEND_NAME", "PREEMPTED", "SUSPENDED", "CANCELLED", "REASONS", "PID_DIR_ENV",
+__all__ = ["CANCEL_NAME", "SUSPEND_NAME", "PREEMPTED", "SUSPENDED", "CANCELLED", "PID_DIR_ENV",
            "RESUMED_BY_ENV", "stop_reason", "say_stopped", "has_stopped"]
 
 CANCEL_NAME = "cancel.json"  # written by the launcher's cancel before it signals the ranks
@@ -23,7 +23,6 @@ SUSPEND_NAME = "suspend.json"  # written by the launcher's suspend before it sig
 PREEMPTED, SUSPENDED, CANCELLED = "preempted", "suspended", "cancelled"
 RESUMED_BY_ENV = "LANENB_RESUMED_BY"  # "user": a person's resume started this launch, not a launcher's retry
 PID_DIR_ENV = "LANENB_PID_DIR"  # the local launcher's folder for its ranks' pid files (lanenb.launch.rankguard)
-REASONS = (PREEMPTED, SUSPENDED, CANCELLED)
 
 
 def stop_reason(run_dir: str | os.PathLike[str]) -> str:

@@ -83,18 +83,12 @@ def _check_checkpoint(folder: Path) -> None:
     is the trainer's to handle (a run stopped before its first checkpoint starts over)."""
     from lanenb_trainer import checkpoint as ckpt  # torch: only when a resume needs it
 
-    last = folder / "last.pt"
-    if not last.is_file():
+    if not (folder / "last.pt").is_file():
         return
     try:
-        ckpt.verify(last)
-    except ckpt.DamagedCheckpointError as damaged:
-        best = folder / "best.pt"
-        try:
-            ckpt.verify(best)
-        except (ckpt.DamagedCheckpointError, OSError):
-            raise JobStateError(f"{damaged}; no good best.pt beside it: nothing to resume from (submit the job "
-                                "again to start over, or retrain from a snapshot)") from None
+        ckpt.resumable(folder / "last.pt")
+    except ckpt.DamagedCheckpointError as exc:
+        raise JobStateError(str(exc)) from None
 
 
 def _harmless(line: str) -> bool:
@@ -173,7 +167,8 @@ class LocalBackend(Backend):
             gpus = local_gpu_count()
             most, what = gpus // spec.gpus, f"{gpus} GPU(s) at {spec.gpus} per rank"
         else:
-            most, what = _cores(), f"{_cores()} CPU core(s)"
+            most = _cores()
+            what = f"{most} CPU core(s)"
         if spec.processes > most:
             raise SpecError("processes", spec.processes,
                             f"more ranks than this machine runs ({what}); use -np <= {max(1, most)} here "

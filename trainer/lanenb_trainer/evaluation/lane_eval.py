@@ -25,7 +25,7 @@ file, the line and the frame.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ __all__ = [
     "FrameScore",
     "evaluate",
     "evaluate_files",
+    "latency_ms",
     "test_scores",
 ]
 
@@ -339,6 +340,16 @@ def evaluate(pred_records: Sequence[dict[str, Any]], gt_records: Sequence[dict[s
     )
 
 
+def latency_ms(times: Iterable[float]) -> dict[str, float]:
+    """``latency_ms_p50`` and ``latency_ms_p95`` of per-frame ``run_time`` values ({} for none): the
+    one spelling of the latency figures of validation, the test and ``lanenb predict``."""
+    ordered = sorted(times)
+    if not ordered:
+        return {}
+    return {"latency_ms_p50": ordered[len(ordered) // 2],
+            "latency_ms_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]}
+
+
 def test_scores(pred_records: Sequence[dict[str, Any]], gt_records: Sequence[Any]) -> dict[str, Any]:
     """The test figures every face shows, the same for the trainer's test and ``lanenb predict``.
 
@@ -350,16 +361,12 @@ def test_scores(pred_records: Sequence[dict[str, Any]], gt_records: Sequence[Any
     latency (``latency_ms_p50``/``latency_ms_p95``, each frame's ``run_time``).
     """
     lanes = evaluate(pred_records, gt_records, runtime_rule=False)
-    times = sorted(float(p.get("run_time") or 0.0) for p in pred_records)
+    times = [float(p.get("run_time") or 0.0) for p in pred_records]
     over = sum(t > MAX_RUN_TIME_MS for t in times)
     official = evaluate(pred_records, gt_records) if over else lanes
-    out: dict[str, Any] = {"accuracy": lanes.accuracy, "fp": lanes.fp, "fn": lanes.fn, "frames": len(pred_records),
-                           "official_accuracy": official.accuracy, "official_fp": official.fp,
-                           "official_fn": official.fn, "over_time_frames": over}
-    if times:
-        out["latency_ms_p50"] = times[len(times) // 2]
-        out["latency_ms_p95"] = times[min(len(times) - 1, int(0.95 * len(times)))]
-    return out
+    return {"accuracy": lanes.accuracy, "fp": lanes.fp, "fn": lanes.fn, "frames": len(pred_records),
+            "official_accuracy": official.accuracy, "official_fp": official.fp, "official_fn": official.fn,
+            "over_time_frames": over, **latency_ms(times)}
 
 
 def evaluate_files(pred_path: str | os.PathLike[str], gt_path: str | os.PathLike[str]) -> EvalResult:

@@ -87,7 +87,7 @@ class Evaluator:
         Validation scores the lanes only: the official 200 ms rule is for the test submission
         (:meth:`test`, ``lanenb eval``); latency is reported on its own.
         """
-        from lanenb_trainer.evaluation.lane_eval import evaluate
+        from lanenb_trainer.evaluation.lane_eval import evaluate, latency_ms
 
         preds, loss_sum, _ = self.predict(model, ds)
         sums = torch.zeros(5, dtype=torch.float64)
@@ -98,10 +98,8 @@ class Evaluator:
         sums[4] = loss_sum
         sums = self.engine.allreduce_sum(sums.to(self.engine.device)).cpu()
         frames = max(1.0, float(sums[3]))
-        times = sorted(t for part in self.engine.gather_objects([p["run_time"] for _, p in preds]) or []
-                       for t in part)
-        latency = ({"latency_ms_p50": times[len(times) // 2],
-                    "latency_ms_p95": times[min(len(times) - 1, int(0.95 * len(times)))]} if times else {})
+        latency = latency_ms(t for part in self.engine.gather_objects([p["run_time"] for _, p in preds]) or []
+                             for t in part)
         return {"accuracy": float(sums[0]) / frames, "fp": float(sums[1]) / frames,
                 "fn": float(sums[2]) / frames, "frames": int(sums[3]), "loss": float(sums[4]) / frames, **latency}
 

@@ -132,18 +132,12 @@ def _load_or_best(path: Path) -> dict[str, Any]:
     """``last.pt``; when its bytes are damaged, ``best.pt`` of the same run dir (an earlier step:
     the steps since are taken again, and the ``resumed`` event counts them), with the reason in
     ``state[DAMAGED_NOTE]``. Without a good ``best.pt`` the damage is raised."""
-    try:
-        return ckpt.load(path)
-    except ckpt.DamagedCheckpointError as damaged:
-        best = path.with_name("best.pt")
-        try:
-            state = ckpt.load(best)
-        except (ckpt.CheckpointError, FileNotFoundError):
-            raise ckpt.DamagedCheckpointError(f"{damaged}; no good best.pt beside it to continue from: start the "
-                                              "run again without --resume (or from a snapshot)") from None
+    chosen, damaged = ckpt.resumable(path)
+    state = ckpt.load(chosen, verified=True)
+    if damaged is not None:
         state[DAMAGED_NOTE] = (f"{damaged}; continuing from best.pt instead (step {state.get('global_step')}, "
                                f"epoch {state.get('epoch')})")
-        return state
+    return state
 
 
 def read_resume_point(cfg: TrainConfig, run_dir: Path, *, rank: int, world_size: int,
