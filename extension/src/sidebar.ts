@@ -28,6 +28,8 @@ const SHORT_ID = 8;
 // state changing makes the server read the list at once)
 const LIVE_EVERY_MS = 250;
 const IDLE_EVERY_MS = 1000;
+// a press holds the rows still this long at most: a release the page never saw cannot freeze them
+const PRESS_HOLD_MS = 2000;
 const OTHERS_EVERY_MS = 3000; // sweeps and snapshots: a restic listing may take a second itself
 
 /** Ask, then stop: the dialog names the job, the request repeats its name. */
@@ -79,10 +81,12 @@ export class LaneSidebar extends Widget {
     this.title.caption = 'Lane training';
     const header = el('div', 'lanenb-sidebar-header', 'Lane training');
     this._jobs = el('div', 'lanenb-jobs');
-    this._jobs.addEventListener('pointerdown', () => (this._pressing = true));
-    const released = () => (this._pressing = false);
-    window.addEventListener('pointerup', released);
-    window.addEventListener('pointercancel', released);
+    this._jobs.addEventListener('pointerdown', () => (this._pressedAt = Date.now()));
+    // caught on the way down (capture), so a widget that stops the event (Lumino's dock panel
+    // taking the focus for the panel a click opens) cannot leave the list frozen
+    const released = () => (this._pressedAt = 0);
+    window.addEventListener('pointerup', released, true);
+    window.addEventListener('pointercancel', released, true);
     this._released = released;
     this._sweeps = new SweepList(() => void this.refreshNow());
     this._team = new TeamSection();
@@ -123,8 +127,8 @@ export class LaneSidebar extends Widget {
   }
 
   dispose(): void {
-    window.removeEventListener('pointerup', this._released);
-    window.removeEventListener('pointercancel', this._released);
+    window.removeEventListener('pointerup', this._released, true);
+    window.removeEventListener('pointercancel', this._released, true);
     this._poll.dispose();
     this._others.dispose();
     this._sweeps.dispose();
@@ -180,7 +184,7 @@ export class LaneSidebar extends Widget {
   }
 
   private renderJobs(jobs: IJobSummary[]): void {
-    if (this._pressing) {
+    if (this._pressedAt && Date.now() - this._pressedAt < PRESS_HOLD_MS) {
       return; // the next poll draws them: a row replaced under the pointer would lose the click
     }
     if (jobs.length === 0) {
@@ -377,7 +381,7 @@ export class LaneSidebar extends Widget {
   }
 
   private _picked: string[] = [];
-  private _pressing = false;
+  private _pressedAt = 0; // when a pointer went down on a row, 0 once released
   private readonly _released: () => void;
   private _rows = new Map<string, { key: string; node: HTMLDivElement }>();
   private readonly _jobs: HTMLDivElement;

@@ -37,6 +37,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _why(output: str, artifacts: Path) -> str:
+    """What a failed run saw beside Playwright's own report, for a CI log that keeps nothing
+    else: the server's warnings and tracebacks, and the page as Playwright last read it."""
+    server = [line for line in output.splitlines() if line.startswith("[WebServer]")
+              and any(word in line for word in ("Traceback", "Error", "error", " W ", " E ", "lanenb"))]
+    pages = [p.read_text(errors="replace")[:3000] for p in sorted(artifacts.glob("**/error-context.md"))]
+    return ("\n--- server warnings (last 40) ---\n" + "\n".join(server[-40:])
+            + "\n--- the page at the failure ---\n" + "\n".join(pages)[:6000])
+
+
 def _jlpm() -> str:
     scripts = Path(sysconfig.get_path("scripts")) / "jlpm"
     return str(scripts) if scripts.exists() else (shutil.which("jlpm") or "jlpm")
@@ -63,7 +73,7 @@ def test_sidebar_jobs_panel_stop_and_restore_in_chromium(tmp_path):
                             cwd=EXTENSION, env=env, capture_output=True, text=True, timeout=900)
     (artifacts / "playwright.log").write_text(result.stdout + result.stderr)
     report = "\n".join(line for line in result.stdout.splitlines() if not line.startswith("[WebServer]"))
-    assert result.returncode == 0, report[-8000:]
+    assert result.returncode == 0, report[-6000:] + _why(result.stdout + result.stderr, artifacts)
     restored = root / "restored-ui-run"
     assert restored.is_dir() and any(restored.iterdir()), "the sidebar's Restore left no directory"
     for shot in ("notebook-view.png", "job-panel-hover.png", "job-panel-toggle.png", "job-panel.png",

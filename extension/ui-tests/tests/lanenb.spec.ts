@@ -64,6 +64,14 @@ async function runInNotebook(page: any, name: string, source: string) {
   await page.notebook.runCell(0, false);
 }
 
+/** Wait for the cell's launch line; a refusal or a traceback fails here with its own words. */
+async function expectLaunched(page: any, job: string) {
+  const output = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output');
+  await expect(output.first()).toContainText(new RegExp(`launched ${job}|Error|error`), { timeout: 120000 });
+  const text = (await output.allTextContents()).join('\n');
+  expect(text, `the cell that launches ${job} printed:\n${text}`).toContain(`launched ${job}`);
+}
+
 test('the extension activates and shows the Lane training sidebar', async ({ page }) => {
   const logs: string[] = [];
   page.on('console', (msg: any) => logs.push(msg.text()));
@@ -81,6 +89,7 @@ test('a job launched from a notebook cell is listed, succeeds and its charts are
     'train.ipynb',
     `%load_ext lanenb\njob = %lanetrain --data ${DATA} ${TRAIN} --max-steps 6 --snapshot --name ui-train`
   );
+  await expectLaunched(page, 'ui-train');
   const item = page.locator('#lanenb-sidebar div.lanenb-job[data-job="ui-train"]');
   await expect(item).toBeVisible({ timeout: 60000 });
   await expect(item.locator('.lanenb-chip')).toHaveText('succeeded', { timeout: 180000 });
@@ -139,11 +148,15 @@ test('a job launched from a notebook cell is listed, succeeds and its charts are
 
 test('Stop in the sidebar asks for confirmation and cancels a running job', async ({ page }) => {
   await openSidebar(page);
+  // a press whose release the page never sees (a widget that swallowed it) holds the rows
+  // still for a moment only: the new job below must still be listed
+  await page.locator('#lanenb-sidebar div.lanenb-job[data-job="ui-train"]').dispatchEvent('pointerdown');
   await runInNotebook(
     page,
     'long.ipynb',
     `%load_ext lanenb\njob = %lanetrain --data ${DATA} ${TRAIN} --epochs 500 --timing-every 2 --name ui-long`
   );
+  await expectLaunched(page, 'ui-long');
   const item = page.locator('#lanenb-sidebar div.lanenb-job[data-job="ui-long"]');
   await expect(item.locator('.lanenb-chip')).toHaveText('running', { timeout: 60000 });
   // its panel follows the live update stream: new lines, and charts from the state it carries
