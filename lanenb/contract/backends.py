@@ -62,6 +62,9 @@ _K8S_FLAGS: tuple[Any, ...] = (
                                  "sshd on port 2222 (default: when the cluster serves security.openshift.io)")),
     (("--no-openshift",), dict(dest="openshift", action="store_false", default=None,
                                help="root pods (sshd on port 22) even on OpenShift")),
+    (("--no-network-policy",), dict(dest="network_policy", action="store_false", default=None,
+                                    help="no NetworkPolicy that lets only the job's own pods reach its pods "
+                                         "(where the cluster's own policies isolate jobs)")),
 )
 # the workspace from these, else AZURE_SUBSCRIPTION_ID / AZURE_RESOURCE_GROUP /
 # AZUREML_WORKSPACE_NAME, else config.json

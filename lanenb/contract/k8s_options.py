@@ -64,6 +64,10 @@ class KubernetesOptions:
         labels: more labels on the MPIJob and its pods (``kubectl get mpijobs -l KEY=VALUE``
             finds them; a sweep labels its trials ``lanenb.io/sweep`` and ``lanenb.io/trial``),
             checked with the API server's rules; lanenb's own and the operator's keys are refused.
+        network_policy: a NetworkPolicy owned by the MPIJob lets only the job's own pods reach
+            its pods (ssh, the rendezvous and the collectives, which take any peer that
+            connects); False where the cluster's own policies already isolate jobs, or its
+            network plug-in enforces none.
 
     Raises:
         SpecError: a bad option; the message names it as ``k8s.<option>``.
@@ -84,9 +88,11 @@ class KubernetesOptions:
     context: str | None = None
     openshift: bool | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    network_policy: bool = True
 
     def __post_init__(self) -> None:
         p = "k8s."
+        self.network_policy = coerce_bool(p + "network_policy", self.network_policy)
         if self.service_account is not None:
             check_rfc1123_subdomain(p + "service_account", self.service_account)
         if not isinstance(self.node_selector, Mapping) or not all(

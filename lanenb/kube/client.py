@@ -113,6 +113,10 @@ class Clients:
     def core(self) -> k8s.CoreV1Api:
         return k8s.CoreV1Api(self.api)
 
+    @property
+    def networking(self) -> k8s.NetworkingV1Api:
+        return k8s.NetworkingV1Api(self.api)
+
     def where(self) -> str:
         return f"{self.host}" + (f" (context {self.context!r})" if self.context else "")
 

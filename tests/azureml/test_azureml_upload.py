@@ -31,12 +31,18 @@ def test_the_build_context_uploads_the_trainer_and_nothing_a_user_keeps_beside_i
         "lanenb-notebooks/01-quickstart.ipynb": "{}", "quickstart-data/clips/0/1.jpg": "jpg",
         "runs/first/checkpoints/best.pt": "w", "lanenb/__init__.py": "", "README.md": "", "id_rsa.pem": "k",
         ".gitignore": "runs/\n",
+        # inside trainer/ too: only what the Dockerfile COPYs (the old deny list let these through)
+        "trainer/ssh/sshd_config": "Port 22", "trainer/ssh/id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "trainer/runs/a/checkpoints/last.pt": "w", "trainer/lanenb_trainer/models/weights.pt": "w",
+        "trainer/credentials.json": "{}", "trainer/lanenb_trainer/data/.netrc": "machine x password y",
+        "trainer/lanenb_trainer/training/loop.py": "", "trainer/data/tusimple/label_data_0313.json": "{}",
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     shutil.copy(ROOT / ".amlignore", root / ".amlignore")
-    assert _uploaded(root) == {"trainer/Dockerfile", "trainer/entrypoint.sh", "trainer/lanenb_trainer/a.py"}
+    assert _uploaded(root) == {"trainer/Dockerfile", "trainer/entrypoint.sh", "trainer/lanenb_trainer/a.py",
+                               "trainer/lanenb_trainer/training/loop.py", "trainer/ssh/sshd_config"}
 
 
 def test_everything_the_dockerfile_copies_is_uploaded_from_this_checkout():

@@ -106,7 +106,7 @@ def malicious_zip(kind: str) -> bytes:
 
 def malicious_tar(kind: str) -> bytes:
     """A tar.gz with a hostile member: ``dotdot``, ``absolute``, ``symlink`` (escaping), ``hardlink``
-    (to /etc/passwd), ``fifo``."""
+    (to /etc/passwd), ``fifo``, ``hardlink-through-symlink``, ``hardlink-to-nothing``."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
         def add(name: str, data: bytes = b"x", **attrs) -> None:
@@ -127,6 +127,11 @@ def malicious_tar(kind: str) -> bytes:
             add("list/passwd", type=tarfile.LNKTYPE, linkname="/etc/passwd")
         elif kind == "fifo":
             add("list/pipe", type=tarfile.FIFOTYPE)
+        elif kind == "hardlink-through-symlink":  # tarfile itself raised a bare KeyError here
+            add("list/alias", type=tarfile.LNKTYPE, linkname="list/dir/ok.txt")
+            add("list/dir", type=tarfile.SYMTYPE, linkname=".")
+        elif kind == "hardlink-to-nothing":
+            add("list/ghost", type=tarfile.LNKTYPE, linkname="list/never-stored.txt")
         else:
             raise ValueError(kind)
     return buf.getvalue()

@@ -48,6 +48,8 @@ def test_a_hostile_zip_member_refuses_the_whole_archive(kind, member, tmp_path):
     ("symlink", "list/link"),
     ("hardlink", "list/passwd"),
     ("fifo", "list/pipe"),
+    ("hardlink-through-symlink", "list/alias"),
+    ("hardlink-to-nothing", "list/ghost"),
 ])
 def test_a_hostile_tar_member_refuses_the_whole_archive(kind, member, tmp_path):
     dest = tmp_path / "box" / "dest"
@@ -69,6 +71,23 @@ def test_links_that_stay_inside_are_extracted_as_links(tmp_path):
     dest = tmp_path / "d"
     extract(write(tmp_path, "ok.zip", buf.getvalue()), "zip", dest, bar_factory=BARS)
     assert os.readlink(dest / "b" / "link") == "../a/data.txt" and (dest / "b" / "link").read_text() == "x"
+
+
+def test_a_tar_hard_link_to_a_file_stored_before_it_is_extracted_as_a_link(tmp_path):
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        data = tarfile.TarInfo("./clips/0/20.jpg")
+        data.size = 3
+        tf.addfile(data, io.BytesIO(b"jpg"))
+        same = tarfile.TarInfo("clips/1/20.jpg")
+        same.type, same.linkname = tarfile.LNKTYPE, "./clips/0/20.jpg"
+        tf.addfile(same)
+    dest = tmp_path / "d"
+    extract(write(tmp_path, "ok.tar", buf.getvalue()), "tar", dest, bar_factory=BARS)
+    first, second = dest / "clips" / "0" / "20.jpg", dest / "clips" / "1" / "20.jpg"
+    assert second.read_bytes() == b"jpg" and os.stat(first).st_ino == os.stat(second).st_ino
 
 
 def test_a_zip_member_written_through_a_symlinked_folder_is_refused(tmp_path):

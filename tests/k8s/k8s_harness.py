@@ -16,6 +16,7 @@ from kube_emulator import (
     EVENTS,
     JOBS,
     MPIJOBS,
+    NETWORK_POLICIES,
     NODES,
     PODS,
     PVCS,
@@ -45,7 +46,8 @@ def crd_schema(filename: str) -> dict:
 
 def start_emulator(*, operator_installed: bool = True) -> EmulatorThread:
     emu = KubeEmulator()
-    for res in (PODS, PVCS, SNAPSHOTS, NODES, EVENTS, JOBS, SECRETS) + ((MPIJOBS,) if operator_installed else ()):
+    builtin = (PODS, PVCS, SNAPSHOTS, NODES, EVENTS, JOBS, SECRETS, NETWORK_POLICIES)
+    for res in builtin + ((MPIJOBS,) if operator_installed else ()):
         emu.install(res)
     return EmulatorThread(emu)
 

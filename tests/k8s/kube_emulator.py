@@ -41,6 +41,7 @@ ResKey = tuple[str, str, str]  # (group, version, plural)
 PODS: ResKey = ("", "v1", "pods")
 PVCS: ResKey = ("", "v1", "persistentvolumeclaims")
 SECRETS: ResKey = ("", "v1", "secrets")
+NETWORK_POLICIES: ResKey = ("networking.k8s.io", "v1", "networkpolicies")
 EVENTS: ResKey = ("", "v1", "events")
 MPIJOBS: ResKey = ("kubeflow.org", "v2beta1", "mpijobs")
 SNAPSHOTS: ResKey = ("snapshot.storage.k8s.io", "v1", "volumesnapshots")
@@ -60,6 +61,7 @@ KINDS = {
     PODS: "Pod",
     PVCS: "PersistentVolumeClaim",
     SECRETS: "Secret",
+    NETWORK_POLICIES: "NetworkPolicy",
     EVENTS: "Event",
     NAMESPACES: "Namespace",
     QUOTAS: "ResourceQuota",

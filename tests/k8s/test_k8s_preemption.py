@@ -125,7 +125,8 @@ def test_the_operators_retry_of_a_preempted_launcher_continues_from_the_checkpoi
     )
     handle = backend.submit(spec)  # k8s.backoff_limit: the default
     status = wait_for(lambda: (s := backend.status(spec, handle)).state.finished and s, timeout=240)
-    tail = "\n".join(line.text for line in backend.logs(spec, handle))[-3000:]
+    log = "\n".join(line.text for line in backend.logs(spec, handle))
+    tail = log[-3000:]
     assert status.state == JobState.SUCCEEDED, f"{status}\n{tail}"
     assert len(fake.launched) == 2  # the launcher Job made a second pod after the first exited 75
     run_dir = volume / "lanenb-runs" / "lane-spot"
@@ -138,7 +139,7 @@ def test_the_operators_retry_of_a_preempted_launcher_continues_from_the_checkpoi
     assert kinds.count("start") == 2 and kinds[-1] == "end" and events[-1]["status"] == "stopped"  # --max-steps
     assert [e["step"] for e in events if e["kind"] == "step"] == [1, 2, 3, 4, 5]  # no step taken twice
     # the newest launcher pod's log (what every view reads) has the resume and its totals
-    assert '"kind":"resumed"' in tail and '"count":1' in tail
+    assert '"kind":"resumed"' in log and '"count":1' in log
 
 
 def test_launcher_sources_stay_stdlib_only():

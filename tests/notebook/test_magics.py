@@ -92,7 +92,8 @@ def test_lanetrain_bad_flag_is_one_line_naming_the_value(ip, data, line, message
 def test_every_job_flag_has_a_bad_input_case():
     covered = {line.split()[0].split("=")[0] for line, _ in BAD_FLAGS}
     switches = {"--large-shm", "--no-val", "--run-dir", "--use-workers", "--oversubscribe",  # switches: no bad value
-                "--no-use-workers", "--use-val", "--no-enable-snapshot", "--openshift", "--no-openshift"}
+                "--no-use-workers", "--use-val", "--no-enable-snapshot", "--openshift", "--no-openshift",
+                "--no-network-policy"}
     flags = {flags[0] for flags, _ in job_flags()} - switches  # the job's and every backend's
     flags -= {"--environment"}
     assert flags - covered - {"-e"} == set(), flags - covered

@@ -22,6 +22,7 @@ from lanenb.backends.kubernetes.manifests import (
     ManifestError,
     build_env_secret,
     build_mpijob,
+    build_network_policy,
     cluster_run_dir,
     env_secret_name,
     literal_secrets,
@@ -215,7 +216,44 @@ class KubernetesBackend(Backend):
                   "kubeconfig": clients.kubeconfig, "run_dir": run_dir, "submitted": time.time()}
         if env_secret is not None:
             self._create_env_secret(clients, spec, namespace, created or {}, handle)
+        if spec.k8s.network_policy:
+            self._create_network_policy(clients, spec, namespace, created or {}, handle)
         return handle
+
+    def _create_network_policy(self, clients: Clients, spec: TrainSpec, namespace: str, job: dict[str, Any],
+                               handle: dict[str, Any]) -> None:
+        """The NetworkPolicy that lets only the job's own pods reach them (``build_network_policy``),
+        owned by the MPIJob just created. Created before the workers' sshd and the launcher's
+        mpirun are up (image pulls, sshd, the init take seconds), so the rendezvous never opens
+        unfenced on a cluster that enforces policies.
+
+        Raises:
+            KubernetesAPIError: the policy could not be made; the MPIJob is deleted again first.
+        """
+        body = build_network_policy(spec, namespace, job)
+        policy = body["metadata"]["name"]
+        try:
+            clients.raw(clients.networking.create_namespaced_network_policy, namespace, body,
+                        what=f"creating NetworkPolicy {policy} for the job's pods")
+        except (ApiException, KubernetesError) as exc:
+            status = getattr(exc, "status", None)
+            why = (f"a NetworkPolicy named {policy!r} already exists in namespace {namespace!r}: delete it "
+                   f"(kubectl delete networkpolicy {policy} -n {namespace}) or pick another name=" if status == 409 else
+                   f"{status} {exc.reason}" if isinstance(exc, ApiException) else str(exc))
+            self._undo_submit(spec, handle)
+            raise KubernetesAPIError(
+                f"cannot fence the job's pods with a NetworkPolicy ({why}), so MPIJob {namespace}/{spec.name} was "
+                f"deleted again rather than run with its rendezvous open to any pod; the submitter needs 'create' on "
+                f"networkpolicies (deploy/rbac-submitter.yaml), or pass --no-network-policy "
+                f"(k8s={{'network_policy': False}}) where the cluster's own policies isolate jobs", status, None
+            ) from None
+
+    def _undo_submit(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
+        """Delete the MPIJob a failed submit step leaves (its owned objects go with it)."""
+        try:
+            self.cancel(spec, handle)
+        except KubernetesError:
+            pass  # the caller's error is the one to see; the MPIJob then shows why its pods wait
 
     def _create_env_secret(self, clients: Clients, spec: TrainSpec, namespace: str, job: dict[str, Any],
                            handle: dict[str, Any]) -> None:
@@ -233,10 +271,7 @@ class KubernetesBackend(Backend):
             clients.raw(clients.core.create_namespaced_secret, namespace, body,
                         what=f"creating Secret {secret} for the job's secret env")
         except (ApiException, KubernetesError) as exc:
-            try:
-                self.cancel(spec, handle)
-            except KubernetesError:
-                pass  # the error below is the one to see; the MPIJob then shows why its pods wait
+            self._undo_submit(spec, handle)
             names = ", ".join(sorted(literal_secrets(spec)))
             status = getattr(exc, "status", None)
             why = (f"a Secret named {secret!r} already exists in namespace {namespace!r}: delete it (kubectl delete "

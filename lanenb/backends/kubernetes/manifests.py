@@ -32,7 +32,7 @@ __all__ = [
     "RUNAI_SCHEDULER", "SSH_AUTH_MOUNT_PATH", "MPI_CONFIG_MOUNT_PATH", "LAUNCHER_RESOURCES", "namespace_for",
     "DEFAULT_TERMINATION_GRACE_S", "termination_grace", "WORKER_INIT", "worker_command",
     "cluster_run_dir", "check_cluster_paths", "ssh_auth_mount_path", "mpirun_argv", "env_entries", "build_mpijob",
-    "render", "literal_secrets", "env_secret_name", "build_env_secret",
+    "render", "literal_secrets", "env_secret_name", "build_env_secret", "network_policy_name", "build_network_policy",
 ]
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -198,6 +198,28 @@ def build_env_secret(spec: TrainSpec, namespace: str, owner: dict[str, Any]) -> 
                      "ownerReferences": [{"apiVersion": API_VERSION, "kind": KIND, "name": meta.get("name"),
                                           "uid": meta.get("uid"), "blockOwnerDeletion": False}]},
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in literal_secrets(spec).items()},
+    }
+
+
+def network_policy_name(spec: TrainSpec) -> str:
+    """The NetworkPolicy that fences the job's pods: ``<job>-lanenb-peers``."""
+    return check_subdomain("NetworkPolicy name", f"{spec.name}-lanenb-peers")
+
+
+def build_network_policy(spec: TrainSpec, namespace: str, owner: dict[str, Any]) -> dict[str, Any]:
+    """The ``networking.k8s.io/v1`` NetworkPolicy that lets only the job's own pods (the MPI
+    Operator's ``job-name`` label) reach its pods, on every port: sshd, the rendezvous
+    (torch.distributed's store, Horovod's controller) and the collectives listen on ports of
+    their own choosing and take whoever connects. Egress is left alone (data fetches, image
+    pulls). Owned by the MPIJob ``owner``, so it goes with the job."""
+    meta = owner.get("metadata") or {}
+    peers = {"matchLabels": {JOB_NAME_LABEL: str(spec.name)}}
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": network_policy_name(spec), "namespace": namespace, "labels": _labels(spec),
+                     "ownerReferences": [{"apiVersion": API_VERSION, "kind": KIND, "name": meta.get("name"),
+                                          "uid": meta.get("uid"), "blockOwnerDeletion": False}]},
+        "spec": {"podSelector": peers, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": peers}]}]},
     }
 
 

@@ -229,6 +229,7 @@ def _extract_tar(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
                 raise
             raise CorruptArchiveError(f"{name} is not a readable tar archive ({exc}): truncated or damaged") from exc
         planned: list[tuple[str, str, str | None]] = []
+        files: set[str] = set()  # the regular files so far: what a hard link may name
         for m in members:
             rel = check_member_name(name, m.name)
             kind = "symlink" if m.issym() else "hardlink" if m.islnk() else "dir" if m.isdir() else "file"
@@ -237,6 +238,14 @@ def _extract_tar(path: Path, dest: Path, bar_factory: Callable[..., Progress]) -
                 check_link_target(name, rel, m.linkname, relative_to_member=True)
             elif m.islnk():
                 check_link_target(name, rel, m.linkname, relative_to_member=False)
+                # a tar hard link names an earlier file member; one through a symlink or to a path
+                # the archive lacks would be resolved on disk (or fail in tarfile with a bare KeyError)
+                if check_member_name(name, m.linkname) not in files:
+                    raise UnsafeArchiveError(
+                        f"{name}: member {m.name!r} is a hard link to {m.linkname!r}, which is not a file "
+                        "stored before it in the archive; refusing the archive")
+            elif m.isfile():
+                files.add(rel)
             elif m.isdev() or m.isfifo() or not (m.isfile() or m.isdir()):
                 raise UnsafeArchiveError(f"{name}: member {m.name!r} is a device file, FIFO or special "
                                          "member; refusing the archive")

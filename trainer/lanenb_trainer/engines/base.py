@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 import torch
 
+from lanenb_trainer.engines import wire
+
 
 class EngineError(RuntimeError):
     """The distributed environment is missing or inconsistent."""
@@ -126,8 +128,26 @@ class Engine(ABC):
         """Sum across ranks (returns a new tensor on the same device)."""
 
     @abstractmethod
+    def allgather_bytes(self, data: torch.Tensor) -> list[torch.Tensor]:
+        """Every rank's 1-D uint8 CPU tensor (lengths may differ), in rank order, on every rank."""
+
     def gather_objects(self, obj: Any) -> list[Any]:
-        """Every rank's picklable object, in rank order, on every rank."""
+        """Every rank's value (tensors and plain containers), in rank order, on every rank.
+
+        Sent as bytes and read with the weights-only loader (``wire``): a peer on the
+        rendezvous can send data, never code to run."""
+        if self.world_size == 1:
+            return [obj]
+        parts = self.allgather_bytes(wire.encode(obj))
+        return [wire.decode(part, rank=rank) for rank, part in enumerate(parts)]
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        """Rank ``src``'s value on every rank (the others pass anything, e.g. None); read as
+        :meth:`gather_objects` reads, and only the sender's part is decoded."""
+        if self.world_size == 1:
+            return obj
+        parts = self.allgather_bytes(wire.encode(obj if self.rank == src else None))
+        return wire.decode(parts[src], rank=src)
 
     def count_flags(self, flag: bool) -> int:
         """How many ranks pass ``flag=True``; every rank must call it at the same point.

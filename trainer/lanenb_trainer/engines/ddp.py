@@ -121,10 +121,8 @@ class DDPEngine(Engine):
             model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         if timed:
             ddp.register_comm_hook(state=self, hook=_timed_allreduce)
-        # Optimizer state (momentum after --resume) must match too.
-        state = [optimizer.state_dict() if self.rank == 0 else None]
-        dist.broadcast_object_list(state, src=0)
-        optimizer.load_state_dict(state[0])
+        # Optimizer state (momentum after --resume) must match too: sent as tensors (wire.py)
+        optimizer.load_state_dict(self.broadcast_object(optimizer.state_dict() if self.rank == 0 else None))
         return ddp, optimizer
 
     def allreduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -148,12 +146,18 @@ class DDPEngine(Engine):
             return int(out.item())
         return wait
 
-    def gather_objects(self, obj: Any) -> list[Any]:
+    def allgather_bytes(self, data: torch.Tensor) -> list[torch.Tensor]:
         if not self.distributed:
-            return [obj]
-        out: list[Any] = [None] * self.world_size
-        dist.all_gather_object(out, obj)
-        return out
+            return [data]
+        # gloo (the host group under NCCL): the lengths first, then every part padded to the longest
+        sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(self.world_size)]
+        dist.all_gather(sizes, torch.tensor([data.numel()], dtype=torch.int64), group=self._host_group)
+        longest = max(int(s) for s in sizes)
+        padded = torch.zeros(longest, dtype=torch.uint8)
+        padded[:data.numel()] = data
+        parts = [torch.empty(longest, dtype=torch.uint8) for _ in range(self.world_size)]
+        dist.all_gather(parts, padded, group=self._host_group)
+        return [part[:int(size)] for part, size in zip(parts, sizes)]
 
     def no_sync(self, model):
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):

@@ -7,7 +7,6 @@ runs under ``mpirun`` locally and under the MPI Operator's launcher in a cluster
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
@@ -38,7 +37,8 @@ class HorovodEngine(Engine):
                                              op=hvd.Average)
         optimizer.load_state_dict(state)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-        hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+        # not hvd.broadcast_optimizer_state: it pickles the scalars; this sends tensors (wire.py)
+        optimizer.load_state_dict(self.broadcast_object(optimizer.state_dict() if self.rank == 0 else None))
         return model, optimizer
 
     def backward_step(self, loss, optimizer, scaler=None, timer: PhaseTimer | None = None) -> None:
@@ -79,11 +79,13 @@ class HorovodEngine(Engine):
                                           name="lanenb.count_flags")
         return lambda: int(self.hvd.synchronize(handle).item())
 
-    def gather_objects(self, obj: Any) -> list[Any]:
+    def allgather_bytes(self, data: torch.Tensor) -> list[torch.Tensor]:
         if self.world_size == 1:
-            return [obj]
-        # wrapped: Horovod 0.28's allgather_object never returns when a rank passes a bare None
-        return [item[0] for item in self.hvd.allgather_object((obj,))]
+            return [data]
+        # Horovod gathers along dim 0 whatever each rank's length: the lengths say where to cut
+        sizes = self.hvd.allgather(torch.tensor([data.numel()], dtype=torch.int64)).tolist()
+        joined = self.hvd.allgather(data)
+        return list(torch.split(joined, sizes))
 
     def barrier(self) -> None:
         if self.world_size > 1:
