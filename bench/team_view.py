@@ -11,7 +11,10 @@ Figures printed, with the CPU they were measured on:
 - start: the lists (and the first progress pass over the running launchers' logs), wall time;
 - first draw: start + the first ``view()`` + its table as text and HTML (goal: < 1 s);
 - refresh: one ``view()`` + its ``to_dict()`` (what the sidebar's request costs), CPU time of
-  the calling thread, p50/p95 (goal: < 50 ms), and the API requests a refresh sent (goal: 0).
+  the calling thread, p50/p95 (goal: < 50 ms), and the API requests a refresh sent (goal: 0);
+- load: ``--distinct`` requests (default 1,000) each naming another namespace list, as a client
+  with read permission could send the server's team route: the threads and API watches the
+  process holds afterwards (goal: bounded by ``MAX_SHARED`` collectors, whatever the count).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +37,7 @@ from kube_emulator import QUOTAS  # noqa: E402
 from team_scenario import build_many  # noqa: E402
 
 from lanenb.kube.client import load_clients  # noqa: E402
+from lanenb.team import MAX_SHARED, _SHARED, close_shared, shared_collector  # noqa: E402
 from lanenb.team.collector import TeamCollector  # noqa: E402
 
 
@@ -80,14 +85,33 @@ def measure(label: str, collector: TeamCollector, refreshes: int, served: list) 
           f"progress loop meanwhile: {logs})")
 
 
+def load(kubeconfig: str, distinct: int, namespaces: int) -> None:
+    """``distinct`` team views, each of another namespace list, through the server's shared
+    collectors: what the process holds afterwards."""
+    before = threading.active_count()
+    peak = before
+    t0 = time.perf_counter()
+    for i in range(distinct):
+        shared_collector(kubeconfig=kubeconfig, namespaces=[f"team-{i % namespaces}", f"probe-{i}"]).view()
+        peak = max(peak, threading.active_count())
+    wall = time.perf_counter() - t0
+    watches = sum(len(c.informers) for c in _SHARED.values())
+    print(f"load: {distinct} distinct namespace lists in {wall:.1f} s; held afterwards: {len(_SHARED)} collectors "
+          f"(MAX_SHARED={MAX_SHARED}), {watches} list+watch streams, threads {before} -> "
+          f"{threading.active_count()} (peak {peak})")
+    close_shared()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=500, help="MPIJobs (default 500)")
     parser.add_argument("--namespaces", type=int, default=10, help="namespaces they are spread over (default 10)")
     parser.add_argument("--refreshes", type=int, default=50, help="view() calls timed (default 50)")
+    parser.add_argument("--distinct", type=int, default=1000,
+                        help="team views of distinct namespace lists for the load figure (default 1000; 0: none)")
     args = parser.parse_args()
-    if args.jobs < 1 or args.namespaces < 1 or args.refreshes < 1:
-        parser.error("--jobs, --namespaces and --refreshes must be >= 1")
+    if args.jobs < 1 or args.namespaces < 1 or args.refreshes < 1 or args.distinct < 0:
+        parser.error("--jobs, --namespaces and --refreshes must be >= 1, --distinct >= 0")
     print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; Python {platform.python_version()}")
     thread = start_emulator()
     thread.emulator.install(QUOTAS)
@@ -105,6 +129,8 @@ def main() -> int:
             per_ns = TeamCollector(clients, names, user="user-0")
             measure(f"{args.namespaces} namespaces named", per_ns, args.refreshes, served)
             per_ns.close()
+            if args.distinct:
+                load(str(Path(tmp) / "kubeconfig"), args.distinct, args.namespaces)
     finally:
         thread.stop()
     return 0
