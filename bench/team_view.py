@@ -37,7 +37,7 @@ from kube_emulator import QUOTAS  # noqa: E402
 from team_scenario import build_many  # noqa: E402
 
 from lanenb.kube.client import load_clients  # noqa: E402
-from lanenb.team import MAX_SHARED, _SHARED, close_shared, shared_collector  # noqa: E402
+from lanenb.team import _SHARED, MAX_SHARED, close_shared, shared_collector  # noqa: E402
 from lanenb.team.collector import TeamCollector  # noqa: E402
 
 
