@@ -11,7 +11,6 @@ is overridden only by flags actually on the line.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 from lanenb.contract.backends import add_backend_arguments, backends_help, descriptors, option_sections
 from lanenb.contract.fields import coerce_env
 from lanenb.contract.redact import REDACTED, redact_shapes
-from lanenb.contract.runai_env import runai_fields, runai_value
+from lanenb.contract.runai_env import runai_fields
 from lanenb.contract.spec import SpecError, TrainSpec
 from lanenb.errors import UserError
 from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
@@ -30,7 +29,7 @@ __all__ = ["add_job_arguments", "job_flags", "add_run_arguments", "check_run_fla
            "flag_words", "in_flag_words"]
 
 # the defaults --help names: TrainSpec's, which are the trainer's (one default each)
-_JOB = {f.name: f.default for f in dataclasses.fields(TrainSpec)}
+_JOB = TrainSpec.field_defaults()
 
 # TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
 SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
@@ -253,16 +252,12 @@ def spec_from_args(ns: argparse.Namespace, parser: argparse.ArgumentParser,
     if "extra_args" in given and data.get("extra_args"):
         given["extra_args"] = list(data["extra_args"]) + given["extra_args"]
     data.update(given)
+    # a flag beside its -e variable is TrainSpec's one RUN:AI rule (a conflict unless equal); the
+    # shell's own RUN:AI variables (``env``) fill what neither gives, as the trainer reads them
     from_env: dict[str, str] = {}
-    for name, (var, value) in runai_fields(coerce_env("env", data.get("env"))).items():
-        if name in given and runai_value(name, var, value) != (
-                runai_value(name, var, given[name]) if name != "num_workers" else given[name]):
-            flag = next((f[0] for f, kw in job_flags() if kw.get("dest", f[0].lstrip("-").replace("-", "_")) == name),
-                        name)
-            raise SpecError(name, given[name],
-                            f"{flag} {given[name]} conflicts with -e {var}={value}: give one of them")
-    for name, (var, value) in runai_fields({**(env or {}), **coerce_env("env", data.get("env"))}).items():
-        if name not in data:
+    given_env = runai_fields(coerce_env("env", data.get("env")))
+    for name, (var, value) in runai_fields(dict(env or {})).items():
+        if name not in data and name not in given_env:
             data[name] = value
             from_env[name] = var
     if not data.get("dataset"):

@@ -38,7 +38,8 @@ from lanenb_trainer.config import BACKBONES, ENGINES, TrainConfig, global_batch 
 from lanenb_trainer.flags import to_flags
 from lanenb_trainer.model_registry import list_models
 
-__all__ = ["SpecError", "VolumeMount", "TrainSpec", "generate_job_name", "ENGINES", "BACKBONES", "PULL_POLICIES"]
+__all__ = ["SpecError", "VolumeMount", "TrainSpec", "UNSET", "generate_job_name", "ENGINES", "BACKBONES",
+           "PULL_POLICIES"]
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
@@ -51,6 +52,23 @@ def generate_job_name() -> str:
 # The trainer's defaults: a job field that is a trainer setting takes its default from here, so
 # the two never drift (max_steps None and val_batch_size None mean "the trainer's").
 _TRAINER = TrainConfig()
+
+
+class _Unset:
+    """The default of a field a RUN:AI variable can set: "not given", told apart from a value
+    that happens to equal the default (``batch_size=8`` given beside ``BATCH_SIZE=33`` is a
+    conflict, not a silent 33)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+# the fields RUN:AI variables stand for (runai_env.py), and what each is when neither is given
+_RUNAI_DEFAULTS: dict[str, Any] = {
+    "batch_size": _TRAINER.batch_size, "use_val": _TRAINER.use_val, "val_batch_size": None,
+    "num_workers": 0, "enable_snapshot": _TRAINER.enable_snapshot, "pvc_name": None,
+}
 
 
 @dataclass
@@ -121,7 +139,7 @@ class TrainSpec:
     processes: int = 2
     gpus: int = 0
     # the trainer's settings default as the trainer does: one default each, in TrainConfig
-    batch_size: int = _TRAINER.batch_size
+    batch_size: int = UNSET  # UNSET (the RUN:AI fields): BATCH_SIZE in env, else the trainer's default
     epochs: int = _TRAINER.epochs
     engine: str = _TRAINER.engine
     backbone: str = _TRAINER.backbone
@@ -132,17 +150,17 @@ class TrainSpec:
     large_shm: bool = False
     cpu: str | None = None
     memory: str | None = None
-    enable_snapshot: bool = _TRAINER.enable_snapshot
-    pvc_name: str | None = None
+    enable_snapshot: bool = UNSET
+    pvc_name: str | None = UNSET
     name: str | None = None
     backend: str = "local"
     namespace: str | None = None  # Kubernetes: None = the kubeconfig context's (or the pod's) namespace
     run_dir: str | None = None
     extra_args: list[str] = field(default_factory=list)
     max_steps: int | None = None
-    num_workers: int = 0
-    use_val: bool = _TRAINER.use_val
-    val_batch_size: int | None = None
+    num_workers: int = UNSET
+    use_val: bool = UNSET
+    val_batch_size: int | None = UNSET
     max_restarts: int = 0
     labels: dict[str, str] = field(default_factory=dict)
     backend_options: dict[str, Any] = field(default_factory=dict)
@@ -168,6 +186,18 @@ class TrainSpec:
         """The options in ``section`` (a backend's descriptor section): what was given, or the
         options class's defaults."""
         return getattr(self, section)
+
+    @staticmethod
+    def field_defaults() -> dict[str, Any]:
+        """Each field's default as a value (``dataset`` has none): a RUN:AI field's is what it
+        becomes when neither it nor its variable is given. What forms and ``--help`` show."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(TrainSpec):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = _RUNAI_DEFAULTS[f.name] if f.default is UNSET else f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
+        return out
 
     @staticmethod
     def fold_sections(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -210,7 +240,7 @@ class TrainSpec:
         ``fn(name, value, *args)``; the ``_check_*`` methods are the rules that need more."""
         coerce = self._coerce
         return [
-            self._check_dataset,
+            self._check_dataset, coerce("env", coerce_env), self._apply_runai_env,
             coerce("processes", coerce_int, 1), coerce("gpus", coerce_int, 0),
             coerce("batch_size", coerce_int, 1), coerce("epochs", coerce_int, 1),
             coerce("max_steps", coerce_int, 0, optional=True), self._max_steps_zero_is_none,
@@ -218,10 +248,10 @@ class TrainSpec:
             coerce("max_restarts", coerce_int, 0),
             coerce("engine", check_choice, ENGINES), coerce("backbone", check_choice, list_models()),
             self._check_image, coerce("image_pull_policy", check_choice, PULL_POLICIES),
-            self._check_volumes, coerce("env", coerce_env), coerce("large_shm", coerce_bool),
+            self._check_volumes, coerce("large_shm", coerce_bool),
             coerce("cpu", coerce_quantity), coerce("memory", coerce_quantity),
             coerce("enable_snapshot", coerce_bool),
-            self._apply_runai_env, self._check_snapshot, self._check_name, self._check_backend,
+            self._check_snapshot, self._check_name, self._check_backend,
             self._check_secret_refs, self._check_namespace, self._check_run_dir, self._check_extra_args,
             coerce("use_val", coerce_bool), coerce("labels", coerce_labels), self._check_backend_options,
         ]
@@ -255,24 +285,34 @@ class TrainSpec:
             raise SpecError("volumes", dup[0], "two volumes are mounted at the same path")
 
     def _apply_runai_env(self) -> None:
-        """RUN:AI-guide variables in env (-e BATCH_SIZE=33) are honoured, never silently
-        overridden by the explicit trainer flags: a field still at its default takes the
-        variable's value; a field set to something else is a conflict."""
-        if not isinstance(self.env, dict):
-            return
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        for name, (var, raw) in runai_fields(self.env).items():
-            value = runai_value(name, var, raw)
+        """The one RUN:AI rule: a variable in env (``-e BATCH_SIZE=33``) sets a field that was
+        not given; a field given explicitly that disagrees with it is a conflict naming both,
+        whether or not the given value equals the default. A field given neither way takes its
+        default. The variables reach the ranks too, where the explicit flags win
+        (``trainer_args``), so both always agree."""
+        given = runai_fields(self.env) if isinstance(self.env, dict) else {}
+        conflicts: list[SpecError] = []
+        for name, default in _RUNAI_DEFAULTS.items():
             current = getattr(self, name)
-            if name == "use_val":
-                current = coerce_bool("use_val", current)
-            if current == value:
+            if name not in given:
+                if current is UNSET:
+                    setattr(self, name, default)
                 continue
-            if current == defaults[name]:
+            var, raw = given[name]
+            value = runai_value(name, var, raw)
+            if current is UNSET:
                 setattr(self, name, value)
                 continue
-            raise SpecError(name, current, f"conflicts with the environment variable {var}={raw!r} in env: "
-                            f"set one of them (or both to the same value)")
+            explicit = current
+            try:
+                explicit = runai_value(name, name, current) if current is not None else None
+            except SpecError:
+                pass  # the field's own check names the bad value
+            if explicit != value:
+                conflicts.append(SpecError(name, current, f"conflicts with the environment variable {var}={raw!r} in "
+                                                          "env: set one of them (or both to the same value)"))
+        if conflicts:
+            raise conflicts[0]
 
     def _check_snapshot(self) -> None:
         if self.pvc_name is not None:

@@ -11,7 +11,6 @@ starts where ``%lanetrain`` and ``lanenb train`` start.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import os
 import shlex
@@ -47,13 +46,7 @@ def _wide() -> widgets.Layout:
 def _spec_defaults() -> dict[str, Any]:
     """``TrainSpec``'s field defaults (``dataset`` has none): the one place the form's defaults
     come from, so the panel, the magic and the CLI cannot drift apart."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(TrainSpec):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
-    return out
+    return TrainSpec.field_defaults()
 
 
 def _dataset_label(dataset: str, local: bool) -> str:

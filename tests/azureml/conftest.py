@@ -13,16 +13,16 @@ import pytest
 pytest.importorskip("azure.ai.ml", reason="the azureml extra (pip install 'lanenb[azureml]')")
 
 from azureml_replay import FakeCredential, ReplayAdapter, transport
-from homes import isolated_home
+from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)
 
 
 @pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = isolated_home(tmp_path, monkeypatch)
+def no_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No workspace of the machine running the tests is found: neither its variables nor a
+    config.json in the working directory."""
     for var in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_GROUP", "AZUREML_WORKSPACE_NAME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)  # no config.json of the developer's is found by accident
-    return home
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from mpi_env import MPI_ROOT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "extension"
@@ -67,8 +68,7 @@ def test_sidebar_jobs_panel_stop_and_restore_in_chromium(tmp_path):
     env = dict(os.environ, LANENB_HOME=str(tmp_path / "home"), LANENB_UI_DATA=str(data),
                LANENB_UI_PORT=str(_free_port()), LANENB_ARTIFACTS=str(artifacts),
                JUPYTERLAB_GALATA_ROOT_DIR=str(root), LANENB_CHROMIUM=CHROMIUM,
-               PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", CI="1")
+               PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1", CI="1", **MPI_ROOT_ENV)
     result = subprocess.run([_jlpm(), "playwright", "test", "--config", "ui-tests/playwright.config.js"],
                             cwd=EXTENSION, env=env, capture_output=True, text=True, timeout=900)
     (artifacts / "playwright.log").write_text(result.stdout + result.stderr)

@@ -3,7 +3,6 @@ uniquely named module: every test folder has a conftest, so tests never ``from c
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -13,8 +12,6 @@ from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own L
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 
 
 @pytest.fixture(scope="session")

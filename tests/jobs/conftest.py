@@ -6,7 +6,6 @@ mechanics (detach, logs, cancel, re-attach) are tested without waiting for torch
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import textwrap
@@ -14,9 +13,6 @@ from pathlib import Path
 
 import pytest
 from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)
-
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 
 RANK_PROGRAM = textwrap.dedent(
     """

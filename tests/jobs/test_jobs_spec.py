@@ -232,7 +232,6 @@ def test_a_job_left_at_its_defaults_trains_as_the_trainer_does_at_its_own(tmp_pa
     """One default per setting: a job field that is a trainer setting (epochs, batch size,
     engine, backbone, validation, loader workers, step limit...) says what the trainer says,
     so ``%lanetrain --data D`` and ``python -m lanenb_trainer --data D`` train the same run."""
-    import dataclasses
 
     from lanenb_trainer.config import TrainConfig, parse_config
 
@@ -243,6 +242,6 @@ def test_a_job_left_at_its_defaults_trains_as_the_trainer_does_at_its_own(tmp_pa
               "enable_snapshot", "pvc_name")
     assert {n: getattr(job, n) for n in shared} == {n: getattr(trainer, n) for n in shared}
     assert job.loader_workers == trainer.loader_workers == spec.num_workers
-    defaults = {f.name: f.default for f in dataclasses.fields(TrainSpec)}
+    defaults = TrainSpec.field_defaults()
     assert {n: defaults[n] for n in ("epochs", "batch_size", "engine", "backbone", "use_val")} == {
         n: getattr(trainer, n) for n in ("epochs", "batch_size", "engine", "backbone", "use_val")}

@@ -40,11 +40,16 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
 from kube_emulator import JOBS, MPIJOBS, NAMESPACES, NODES, PODS, PVCS, SECRETS, KubeEmulator, now_rfc3339
 from pod_security import admission_error
+
+# tests/support (pytest puts it on the path; bench/k8s_jobs.py, which imports this module, does not)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from mpi_env import MPI_ROOT_ENV
 
 JOB_NAME = "training.kubeflow.org/job-name"
 JOB_ROLE = "training.kubeflow.org/job-role"
@@ -475,7 +480,7 @@ class FakeCluster:
         self.launched.append(argv)
         env = {**os.environ, **{e["name"]: e["value"] for e in container.get("env") or [] if "value" in e},
                **(await self._secret_env(ns, container)),
-               "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+               **MPI_ROOT_ENV,
                "OMPI_MCA_rmaps_base_oversubscribe": "1", **self.extra_env}
         log = self.emulator.pod_log(ns, pod_name, container["name"])
         try:

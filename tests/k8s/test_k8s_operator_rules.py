@@ -135,13 +135,28 @@ def test_runai_variable_conflicting_with_a_field_is_refused():
         spec_for(env=["BATCH_SIZE=33"], batch_size=16)
 
 
+@pytest.mark.parametrize("given", [{"batch_size": 8}, {"batch_size": "8"}, {"use_val": True},
+                                   {"num_workers": 0}, {"val_batch_size": 8}])
+def test_a_value_given_beside_its_runai_variable_conflicts_even_when_it_is_the_default(given):
+    """Issue 44's bug: ``batch_size=8`` (the default) beside ``BATCH_SIZE=33`` was silently 33,
+    while ``batch_size=4`` was a conflict. One rule now: given explicitly and different, refused."""
+    env = ["BATCH_SIZE=33", "USE_VAL=false", "USE_WORKERS=true", "NUM_WORKERS=4", "VAL_BATCH_SIZE=16"]
+    name = next(iter(given))
+    with pytest.raises(SpecError, match=rf"{name}=.*: conflicts with the environment variable [A-Z_]+="):
+        spec_for(env=env, **given)
+    spec = spec_for(env=env)  # not given: the variables set them
+    assert (spec.batch_size, spec.use_val, spec.num_workers, spec.val_batch_size) == (33, False, 4, 16)
+    assert spec_for(env=env, batch_size=33, use_val="false").batch_size == 33  # equal: no conflict
+    assert TrainSpec.from_dict(spec.to_dict()).batch_size == 33  # a registry row reads back the same
+
+
 def test_runai_variable_conflicting_with_a_flag_is_refused():
     import argparse
 
     parser = add_job_arguments(argparse.ArgumentParser())
     ns = parser.parse_args(["--data", "/mnt/d", "--batch-size", "8", "-e", "BATCH_SIZE=33"])
-    with pytest.raises(SpecError, match=r"--batch-size 8 conflicts with -e BATCH_SIZE=33"):
-        spec_from_args(ns, parser)
+    with pytest.raises(SpecError, match=r"--batch-size 8: conflicts with the environment variable BATCH_SIZE='33'"):
+        spec_from_args(ns, parser)  # 8 is the default, and still given: one rule for flags and fields
     ns = parser.parse_args(["--data", "/mnt/d", "--batch-size", "33", "-e", "BATCH_SIZE=33"])
     assert spec_from_args(ns, parser).batch_size == 33
 

@@ -4,7 +4,6 @@ by lanenb's own manifest builder, and single-host reference runs."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,6 @@ def machine():
     why = unavailable()
     if why:
         pytest.skip(why)
-    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     cleanup_leftovers()  # namespaces an earlier, crashed session left behind
     prepare_machine()
     yield

@@ -3,7 +3,6 @@ loaded, and a ``scripted`` job backend that runs ``scripted_rank.py`` under the 
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -11,19 +10,16 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from homes import isolated_home
+from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)
 from notebook_support import run_script
 
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 HERE = Path(__file__).parent
 
 
 @pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = isolated_home(tmp_path, monkeypatch)
+def data_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data a test makes under its tmp_path is inside the allowed data roots."""
     monkeypatch.setenv("LANENB_DATA_ROOTS", str(tmp_path))
-    return home
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from mpi_env import MPI_ROOT_ENV
 
 from lanenb.analysis.headline import from_metrics
 from lanenb.jobs import get_job, list_jobs
@@ -88,8 +89,7 @@ def _bash(code: str, cwd: Path) -> float:
     argv = shlex.split(code.replace("\\\n", " "))
     assert argv[:2] == ["lanenb", "train"], argv
     proc = subprocess.run([sys.executable, "-m", "lanenb", *argv[1:]], cwd=cwd, capture_output=True, text=True,
-                          timeout=400, env={**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1",
-                                            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+                          timeout=400, env={**os.environ, **MPI_ROOT_ENV})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     run_dir = cwd / argv[argv.index("--run-dir") + 1]
     import json

@@ -122,7 +122,7 @@ def test_panel_defaults_are_trainspec_s(roots, monkeypatch):
     from lanenb.notebook import TrainPanel
 
     synth(roots / "synth")
-    defaults = {f.name: f.default for f in dataclasses.fields(TrainSpec)}
+    defaults = TrainSpec.field_defaults()
     panel = TrainPanel()
     assert (panel.batch_size.value, panel.epochs.value, panel.engine.value, panel.backbone.value, panel.gpus.value) \
         == (defaults["batch_size"], defaults["epochs"], defaults["engine"], defaults["backbone"], defaults["gpus"])

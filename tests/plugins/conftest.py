@@ -4,23 +4,15 @@ restored after each test so the plug-in never leaks into other folders."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from homes import isolated_home
+from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own LANENB_HOME)
 
 from lanenb.contract import backends
 
 HERE = Path(__file__).parent
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-
-
-@pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return isolated_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture(autouse=True)

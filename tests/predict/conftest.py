@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-
 
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory) -> tuple[Path, Path]:

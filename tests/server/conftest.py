@@ -3,7 +3,6 @@ lanenb extension enabled, over an isolated ``LANENB_HOME``."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
@@ -14,9 +13,6 @@ from homes import lanenb_home  # noqa: F401  (autouse: every test gets its own L
 # every test of the suite): conftest hooks and fixtures apply to this folder alone.
 from pytest_jupyter.jupyter_core import *  # noqa: F403
 from pytest_jupyter.jupyter_server import *  # noqa: F403
-
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
-"""Fixtures: an isolated LANENB_HOME, and a ``store`` harness parametrised over both snapshot
-stores (local restic; Kubernetes VolumeSnapshots on the emulator with the fake CSI controller)."""
+"""Fixtures: an isolated LANENB_HOME with a fresh restic store, and a ``store`` harness parametrised
+over both snapshot stores (local restic; Kubernetes VolumeSnapshots on the emulator with the fake CSI
+controller)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -13,34 +13,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
+# autouse: every test gets its own LANENB_HOME, its snapshot store a copy of one empty restic repository
+from homes import empty_restic_store, fresh_restic_store, lanenb_home  # noqa: F401
 from k8s_fixtures import snapshot_schema  # noqa: F401  (a fixture: pytest finds it by name)
 from snapshot_support import KubernetesHarness, LocalHarness
-
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-
-
-@pytest.fixture(scope="session")
-def empty_restic_store(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
-    """One empty restic repository (and its password file) made once per session: ``restic
-    init`` calibrates its key derivation (~1 s), so each test gets a copy instead."""
-    if shutil.which("restic") is None:
-        return None
-    from lanenb.snapshots.local import ResticStore
-
-    root = tmp_path_factory.mktemp("restic-template") / "snapshots"
-    ResticStore(root)._ensure_repo()
-    return root
-
-
-@pytest.fixture(autouse=True)
-def lanenb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_restic_store: Path | None) -> Path:
-    """A private LANENB_HOME per test, its snapshot store a fresh copy of the empty template."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("LANENB_HOME", str(home))
-    if empty_restic_store is not None:
-        shutil.copytree(empty_restic_store, home / "snapshots")
-    return home
 
 
 @pytest.fixture

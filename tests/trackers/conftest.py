@@ -3,14 +3,10 @@ in its own LANENB_HOME, shared by the module's tests."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 
 TINY = ["--img-height", "64", "--img-width", "160", "--log-every", "1", "--warmup-steps", "2",
         "--val-batch-size", "8", "--system-interval", "0.5"]

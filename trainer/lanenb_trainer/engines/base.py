@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import torch
 
-from lanenb_trainer.engines import wire
+from lanenb_trainer.engines.wire import decode, encode
 
 
 class EngineError(RuntimeError):
@@ -138,16 +138,16 @@ class Engine(ABC):
         rendezvous can send data, never code to run."""
         if self.world_size == 1:
             return [obj]
-        parts = self.allgather_bytes(wire.encode(obj))
-        return [wire.decode(part, rank=rank) for rank, part in enumerate(parts)]
+        parts = self.allgather_bytes(encode(obj))
+        return [decode(part, rank=rank) for rank, part in enumerate(parts)]
 
     def broadcast_object(self, obj: Any, src: int = 0) -> Any:
         """Rank ``src``'s value on every rank (the others pass anything, e.g. None); read as
         :meth:`gather_objects` reads, and only the sender's part is decoded."""
         if self.world_size == 1:
             return obj
-        parts = self.allgather_bytes(wire.encode(obj if self.rank == src else None))
-        return wire.decode(parts[src], rank=src)
+        parts = self.allgather_bytes(encode(obj if self.rank == src else None))
+        return decode(parts[src], rank=src)
 
     def count_flags(self, flag: bool) -> int:
         """How many ranks pass ``flag=True``; every rank must call it at the same point.
