@@ -9,10 +9,11 @@ import {
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 
 import { ChartGrid, Rows, Spec } from './vegacharts';
+import { MODULE_VERSION } from './version';
 
 // the Python side's _model_module / _model_module_version
 export const MODULE_NAME = 'lanenb';
-export const MODULE_VERSION = '0.1.0';
+export { MODULE_VERSION };
 
 export class LiveChartsModel extends DOMWidgetModel {
   defaults() {

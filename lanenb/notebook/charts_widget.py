@@ -16,10 +16,11 @@ import traitlets
 
 from lanenb.analysis.chartdata import Rows, run_rows, run_specs
 from lanenb.analysis.runstate import RunState
+from lanenb.version import __version__
 
 __all__ = ["LiveCharts", "MODULE_VERSION"]
 
-MODULE_VERSION = "0.1.0"  # extension/src/widget.ts MODULE_VERSION (the lab extension's version)
+MODULE_VERSION = __version__  # the lab extension's too (extension/src/version.ts, from the same source)
 
 
 class LiveCharts(widgets.DOMWidget):

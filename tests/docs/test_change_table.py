@@ -26,7 +26,7 @@ def rows() -> dict[str, list[str]]:
 
 def test_the_table_has_a_row_for_each_kind_of_change():
     assert set(rows()) == {"backend (e.g. Slurm)", "chart", "event field", "trainer flag", "verdict kind",
-                           "REST field"}
+                           "REST field", "REST route", "version"}
 
 
 def test_every_path_and_symbol_the_table_names_exists():
