@@ -10,17 +10,37 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from lanenb_trainer.errors import UserError
 
-__all__ = ["Registry", "RegistryError"]
+__all__ = ["Registry", "RegistryError", "check_entry", "load_factory"]
 
 T = TypeVar("T")
 
 
 class RegistryError(UserError, ValueError):
     """Unknown or unloadable implementation name."""
+
+
+def check_entry(kind: str, name: Any, factory: Any, error: type[Exception] = RegistryError) -> None:
+    """A registrable name and factory (callable or ``"module:attribute"``), else ``error``."""
+    if not isinstance(name, str) or not name.strip():
+        raise error(f"{kind} name must be a non-empty string, got {name!r}")
+    if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+        raise error(f"{kind} factory for {name!r} must be callable or 'module:attribute', got {factory!r}")
+
+
+def load_factory(kind: str, name: str, factory: Callable[..., T] | str,
+                 error: type[Exception] = RegistryError) -> Callable[..., T]:
+    """``factory`` itself, or the attribute a ``"module:attribute"`` string names, imported now."""
+    if not isinstance(factory, str):
+        return factory
+    module_name, _, attr = factory.partition(":")
+    try:
+        return cast(Callable[..., T], getattr(importlib.import_module(module_name), attr))
+    except (ImportError, AttributeError) as exc:
+        raise error(f"{kind} {name!r} could not be loaded from {module_name}:{attr}: {exc}") from exc
 
 
 class Registry(Generic[T]):
@@ -38,14 +58,21 @@ class Registry(Generic[T]):
         self.entries: dict[str, Callable[..., T] | str] = dict(entries or {})
         self.error = error
 
-    def register(self, name: str, factory: Callable[..., T] | str) -> None:
-        """Make ``name`` usable; a later registration of the same name replaces the earlier one."""
-        if not isinstance(name, str) or not name.strip():
-            raise self.error(f"{self.kind} name must be a non-empty string, got {name!r}")
-        if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
-            raise self.error(f"{self.kind} factory for {name!r} must be callable or 'module:attribute', "
-                             f"got {factory!r}")
+    def register(self, name: str, factory: Callable[..., T] | str, *, override: bool = False) -> None:
+        """Make ``name`` usable.
+
+        Raises:
+            RegistryError: (``error``) a bad name or factory, or a name already registered
+                without ``override=True``: a plug-in must not silently take another's name.
+        """
+        check_entry(self.kind, name, factory, self.error)
+        if name in self.entries and not override:
+            raise self.error(f"{self.kind} {name!r} is already registered; pass override=True to replace it")
         self.entries[name] = factory
+
+    def unregister(self, name: str) -> None:
+        """Forget ``name`` (a notebook's own entry, a test's); unknown names are ignored."""
+        self.entries.pop(name, None)
 
     def names(self) -> list[str]:
         return sorted(self.entries)
@@ -57,14 +84,9 @@ class Registry(Generic[T]):
         except (KeyError, TypeError):
             raise self.error(f"unknown {self.kind} {name!r}; "
                              f"available {self.kind}s: {', '.join(self.names())}") from None
-        if isinstance(factory, str):
-            module_name, _, attr = factory.partition(":")
-            try:
-                factory = getattr(importlib.import_module(module_name), attr)
-            except (ImportError, AttributeError) as exc:
-                raise self.error(f"{self.kind} {name!r} could not be loaded from {module_name}:{attr}: {exc}") from exc
-            self.entries[name] = factory
-        return factory
+        loaded = load_factory(self.kind, name, factory, self.error)
+        self.entries[name] = loaded
+        return loaded
 
     def create(self, name: str, **opts: Any) -> T:
         return self.resolve(name)(**opts)

@@ -4,5 +4,30 @@
 
 Add a backend (e.g. Slurm): a ``Backend`` subclass and a ``BackendDescriptor``
 (``lanenb.contract.descriptor``: options, flags, capabilities, spec check), in your own package
-behind a ``lanenb.backends`` entry point, or here with the descriptor in the registry's
-``_BUILTIN`` (``tests/plugins/toy_slurm`` is a complete small example)."""
+behind a ``lanenb.backends`` entry point, or here as a folder with its ``descriptor.py``, listed in
+``lanenb.contract.backends.BUILTIN`` (``tests/plugins/toy_slurm`` is a complete small example)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lanenb.backends.azureml.options import AzureMLOptions
+    from lanenb.backends.kubernetes.options import KubernetesOptions
+    from lanenb.backends.local.options import LocalOptions
+
+__all__ = ["AzureMLOptions", "KubernetesOptions", "LocalOptions"]
+
+# each backend's options type, for ``lanenb.jobs`` to re-export (imported on first use)
+_OPTIONS = {
+    "AzureMLOptions": "lanenb.backends.azureml.options",
+    "KubernetesOptions": "lanenb.backends.kubernetes.options",
+    "LocalOptions": "lanenb.backends.local.options",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OPTIONS:
+        return getattr(importlib.import_module(_OPTIONS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,22 +17,18 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
-import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lanenb.contract.azureml_options import DATA_KINDS
-from lanenb.contract.descriptor import BackendDescriptor, Capabilities
-from lanenb.errors import SpecError
-from lanenb.plugins import Registry
+from lanenb.contract.descriptor import BackendDescriptor
+from lanenb.plugins import check_entry, load_factory
 from lanenb_trainer.errors import UserError
 
 if TYPE_CHECKING:
     from lanenb.contract.backend import Backend
-    from lanenb.contract.spec import TrainSpec
 
-__all__ = ["BackendError", "register_backend", "register_descriptor", "get_backend", "get_descriptor",
-           "available_backends", "descriptors", "load_entry_points", "ENTRY_POINT_GROUP"]
+__all__ = ["BackendError", "register_backend", "register_descriptor", "unregister_backend", "get_backend",
+           "get_descriptor", "available_backends", "descriptors", "load_entry_points", "ENTRY_POINT_GROUP"]
 
 log = logging.getLogger(__name__)
 Factory = Callable[..., "Backend"]
@@ -43,96 +39,62 @@ class BackendError(UserError, ValueError):
     """Unknown or unloadable backend."""
 
 
-def _check_local(spec: TrainSpec) -> None:
-    if isinstance(spec.gpus, int) and spec.gpus and shutil.which("nvidia-smi") is None:
-        raise SpecError("gpus", spec.gpus, "no NVIDIA GPU found on this machine (nvidia-smi missing); "
-                        "use gpus=0 locally or backend='kubernetes'")
-
-
-_LOCAL_FLAGS: tuple[Any, ...] = (
-    (("--oversubscribe",), dict(action="store_true", default=None,
-                                help="allow more ranks than this machine's cores (or GPUs); they share them")),
+# the built-in backends, each a folder of lanenb/backends/ with a descriptor module, loaded as
+# entry points are (on the first lookup): this module names no backend
+BUILTIN = (
+    "lanenb.backends.local.descriptor:DESCRIPTOR",
+    "lanenb.backends.kubernetes.descriptor:DESCRIPTOR",
+    "lanenb.backends.azureml.descriptor:DESCRIPTOR",
+    "lanenb.backends.fetch.descriptor:DESCRIPTOR",
 )
-_K8S_FLAGS: tuple[Any, ...] = (
-    (("--project", "-p"), dict(dest="runai_project", metavar="PROJECT",
-                               help="RUN:AI project: namespace runai-PROJECT and the runai scheduler")),
-    (("--context",), dict(metavar="CTX", help="kubeconfig context")),
-    (("--openshift",), dict(action="store_true", default=None,
-                            help="pods for OpenShift's restricted SCC / Pod Security restricted: non-root UID, "
-                                 "sshd on port 2222 (default: when the cluster serves security.openshift.io)")),
-    (("--no-openshift",), dict(dest="openshift", action="store_false", default=None,
-                               help="root pods (sshd on port 22) even on OpenShift")),
-    (("--no-network-policy",), dict(dest="network_policy", action="store_false", default=None,
-                                    help="no NetworkPolicy that lets only the job's own pods reach its pods "
-                                         "(where the cluster's own policies isolate jobs)")),
-)
-# the workspace from these, else AZURE_SUBSCRIPTION_ID / AZURE_RESOURCE_GROUP /
-# AZUREML_WORKSPACE_NAME, else config.json
-_AZUREML_FLAGS: tuple[Any, ...] = (
-    (("--compute",), dict(metavar="NAME", help="AzureML compute cluster to run on")),
-    (("--subscription",), dict(dest="subscription_id", metavar="ID", help="Azure subscription id")),
-    (("--resource-group",), dict(metavar="RG", help="AzureML workspace's group")),
-    (("--workspace",), dict(metavar="NAME", help="AzureML workspace")),
-    (("--azure-config",), dict(dest="config", metavar="PATH", help="AzureML workspace config.json")),
-    (("--azureml-environment",), dict(dest="environment", metavar="NAME:VERSION",
-                                      help="registered AzureML environment (default: build trainer/Dockerfile)")),
-    (("--instance-count", "--nodes"), dict(dest="instance_count", type=int, metavar="N",
-                                           help="AzureML nodes; --processes are split evenly over them")),
-    (("--shm-size",), dict(metavar="SIZE", help="AzureML /dev/shm size, e.g. 16g")),
-    (("--data-kind",), dict(choices=DATA_KINDS,
-                            help="AzureML: how --data reaches the job (auto: from its spelling; asset "
-                                 "azureml:NAME:VERSION, uri azureml://..., local: a folder here, uploaded)")),
-    (("--experiment",), dict(metavar="NAME", help="AzureML experiment (default lanenb)")),
-)
-
-# name -> descriptor; the factories are "module:attribute" strings resolved on first use (the one
-# generic registry, shared with lanenb.snapshots)
-_BUILTIN = (
-    BackendDescriptor("local", "lanenb.backends.local:LocalBackend", summary="MPI ranks on this machine",
-                      check=_check_local, options="lanenb.contract.local_options:LocalOptions",
-                      flags=_LOCAL_FLAGS,
-                      capabilities=Capabilities(runs_here=True, snapshot_needs_pvc=False, suspend_resume=True)),
-    BackendDescriptor("kubernetes", "lanenb.backends.kubernetes:KubernetesBackend",
-                      summary="a Kubeflow MPIJob on a Kubernetes cluster",
-                      options="lanenb.contract.k8s_options:KubernetesOptions", section="k8s", flags=_K8S_FLAGS,
-                      capabilities=Capabilities(volumes=True, snapshot_store="kubernetes", suspend_resume=True,
-                                                secret_refs=True, gpus_optional=False)),
-    # the SDK (azure-ai-ml) is imported on first use of the backend, never by the descriptor
-    BackendDescriptor("azureml", "lanenb.backends.azureml:AzureMLBackend",
-                      summary="an Azure Machine Learning command job",
-                      options="lanenb.contract.azureml_options:AzureMLOptions", flags=_AZUREML_FLAGS,
-                      check="lanenb.contract.azureml_options:check_spec"),
-    BackendDescriptor("kubernetes-fetch", "lanenb.backends.fetch:KubernetesFetchBackend",  # dataset fetch Jobs
-                      trains=False),
-)
-_DESCRIPTORS: dict[str, BackendDescriptor] = {d.name: d for d in _BUILTIN}
-_BUILTIN_NAMES = frozenset(_DESCRIPTORS)
-_BACKENDS: Registry[Backend] = Registry("backend", {d.name: d.factory for d in _BUILTIN}, error=BackendError)
-_REGISTRY: dict[str, Factory | str] = _BACKENDS.entries
+# the one registry: name -> descriptor (its factory imported on first use, cached by the string)
+_DESCRIPTORS: dict[str, BackendDescriptor] = {}
+_LOADED: dict[str, Factory] = {}  # "module:attribute" -> the class it names
 _entry_points_loaded = False
 
 
-def register_descriptor(descriptor: BackendDescriptor) -> None:
+def register_descriptor(descriptor: BackendDescriptor, *, override: bool = False) -> None:
     """Make ``descriptor.name`` usable everywhere: ``TrainSpec(backend=...)``, its flags in
-    ``%lanetrain``/``lanenb train``, its section in the launch panel. A later registration of
-    the same name replaces the earlier one.
+    ``%lanetrain``/``lanenb train``, its section in the launch panel. Built-in backends are
+    registered this way too, as entry points are.
 
     Raises:
-        BackendError: not a ``BackendDescriptor``, or a bad name or factory.
+        BackendError: not a ``BackendDescriptor``, a bad name or factory, or a name already
+            registered without ``override=True`` (a plug-in never silently takes a name).
     """
     if not isinstance(descriptor, BackendDescriptor):
         raise BackendError(f"a backend must be registered as a BackendDescriptor, got {descriptor!r}")
-    _BACKENDS.register(descriptor.name, descriptor.factory)
+    check_entry("backend", descriptor.name, descriptor.factory, BackendError)
+    if descriptor.name in _DESCRIPTORS and not override:
+        raise BackendError(f"backend {descriptor.name!r} is already registered; pass override=True to replace it")
     _DESCRIPTORS[descriptor.name] = descriptor
 
 
-def register_backend(name: str, factory: Factory | str, *, trains: bool = True) -> None:
+def register_backend(name: str, factory: Factory | str, *, trains: bool = True, override: bool = False) -> None:
     """Make ``name`` usable in ``TrainSpec(backend=name)`` with no options or flags of its own;
     ``factory`` may be a "module:attribute" string to defer the import. ``trains=False``: a
     backend that runs other jobs (its own spec type, see ``Backend.spec_from_dict``), left out of
     ``available_backends``. ``register_descriptor`` registers one with options and flags."""
-    _BACKENDS.register(name, factory)
-    _DESCRIPTORS[name] = BackendDescriptor(name, factory, trains=trains)
+    register_descriptor(BackendDescriptor(name, factory, trains=trains), override=override)
+
+
+def unregister_backend(name: str) -> None:
+    """Forget backend ``name`` (a notebook's own backend, a test's); unknown names are ignored."""
+    _DESCRIPTORS.pop(name, None)
+
+
+_BUILTIN_NAMES: set[str] = set()  # the names BUILTIN's descriptors take
+
+
+def _load_builtins() -> None:
+    """Register each built-in descriptor not registered yet (an explicit override stays)."""
+    for ref in BUILTIN:
+        descriptor: Any = load_factory("backend", ref, ref, BackendError)
+        if not isinstance(descriptor, BackendDescriptor):  # pragma: no cover - ours
+            raise BackendError(f"{ref} is not a BackendDescriptor")
+        _BUILTIN_NAMES.add(descriptor.name)
+        if descriptor.name not in _DESCRIPTORS:
+            register_descriptor(descriptor)
 
 
 def load_entry_points(force: bool = False) -> list[str]:
@@ -145,6 +107,7 @@ def load_entry_points(force: bool = False) -> list[str]:
         bad plug-in does not take the built-in backends down.
     """
     global _entry_points_loaded
+    _load_builtins()  # the built-ins first, the way entry points are (one loader, one registry)
     if _entry_points_loaded and not force:
         return []
     _entry_points_loaded = True
@@ -158,7 +121,7 @@ def load_entry_points(force: bool = False) -> list[str]:
                             "replaces_builtin=True in its BackendDescriptor to replace it)", ep.name, ep.value,
                             descriptor.name)
                 continue
-            register_descriptor(descriptor)
+            register_descriptor(descriptor, override=descriptor.name in _BUILTIN_NAMES)
         except Exception as exc:  # a third party's bug: say which, keep the rest usable
             log.warning("lanenb.backends entry point %r (%s) could not be loaded: %s", ep.name, ep.value, exc)
             continue
@@ -183,7 +146,7 @@ def get_descriptor(name: str) -> BackendDescriptor:
         return _DESCRIPTORS[name]
     except (KeyError, TypeError):
         raise BackendError(f"unknown backend {name!r}; available backends: "
-                           f"{', '.join(_BACKENDS.names())}") from None
+                           f"{', '.join(sorted(_DESCRIPTORS))}") from None
 
 
 def option_sections() -> dict[str, BackendDescriptor]:
@@ -195,7 +158,7 @@ def option_sections() -> dict[str, BackendDescriptor]:
 def available_backends() -> list[str]:
     """The backends a ``TrainSpec`` can name (the launch form's choices)."""
     load_entry_points()
-    return [n for n in _BACKENDS.names() if _DESCRIPTORS.get(n) is None or _DESCRIPTORS[n].trains]
+    return [n for n in sorted(_DESCRIPTORS) if _DESCRIPTORS[n].trains]
 
 
 def backends_help() -> str:
@@ -217,8 +180,12 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _resolve(name: str) -> Factory:
-    load_entry_points()
-    return _BACKENDS.resolve(name)
+    factory = get_descriptor(name).factory
+    if not isinstance(factory, str):
+        return factory
+    if factory not in _LOADED:
+        _LOADED[factory] = load_factory("backend", name, factory, BackendError)
+    return _LOADED[factory]
 
 
 def get_backend(name: str, **opts: Any) -> Backend:

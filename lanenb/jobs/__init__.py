@@ -9,7 +9,7 @@ for line in job.logs(follow=True): print(line)
 
 from __future__ import annotations
 
-from lanenb.contract.azureml_options import AzureMLOptions
+from lanenb.backends import AzureMLOptions, KubernetesOptions
 from lanenb.contract.backend import Backend, JobStateError, LogLine, RunDirGoneError
 from lanenb.contract.backends import (
     BackendError,
@@ -18,9 +18,9 @@ from lanenb.contract.backends import (
     get_descriptor,
     register_backend,
     register_descriptor,
+    unregister_backend,
 )
 from lanenb.contract.descriptor import BackendDescriptor, Capabilities
-from lanenb.contract.k8s_options import KubernetesOptions
 from lanenb.contract.spec import SpecError, TrainSpec, VolumeMount
 from lanenb.contract.status import JobState, JobStatus
 from lanenb.contract.validate import Problem, validate
@@ -36,5 +36,5 @@ __all__ = [
     "Update", "UpdateBatch", "Problem", "validate",
     "Backend", "BackendError", "RunDirGoneError", "JobStateError", "LogLine",
     "register_backend", "get_backend", "available_backends",
-    "BackendDescriptor", "Capabilities", "register_descriptor", "get_descriptor",
+    "BackendDescriptor", "Capabilities", "register_descriptor", "unregister_backend", "get_descriptor",
 ]

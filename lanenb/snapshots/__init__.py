@@ -41,7 +41,7 @@ __all__ = [
     "Snapshot", "SnapshotDiff", "FileChange", "FileEntry", "Verification", "SnapshotStore",
     "SnapshotError", "SnapshotInputError", "SnapshotNotFoundError", "SnapshotNotSupportedError",
     "SnapshotFailedError", "TargetExistsError", "StoreError",
-    "register_store", "available_stores", "get_store",
+    "register_store", "available_stores", "get_store", "store_takes_namespace",
     "create", "list", "get", "diff", "restore", "delete", "verify", "files",
 ]
 
@@ -66,6 +66,15 @@ def register_store(name: str, factory: Any) -> None:
             ``"module:attribute"`` string, imported on first use (so a plugin costs nothing until used).
     """
     _STORES.register(name, factory)
+
+
+def store_takes_namespace(name: str) -> bool:
+    """Whether store ``name`` takes ``namespace=`` (its class says, ``SnapshotStore.namespaced``).
+
+    Raises:
+        StoreError: no such store.
+    """
+    return bool(getattr(_STORES.resolve(name), "namespaced", False))
 
 
 def available_stores() -> builtins.list[str]:

@@ -244,6 +244,7 @@ class SnapshotStore(ABC):
     """
 
     name: str = ""
+    namespaced: bool = False  # the store takes ``namespace=`` (a cluster's namespaces)
 
     @abstractmethod
     def create(self, volume: str, labels: Mapping[str, Any] | None = None, *, name: str | None = None,

@@ -69,6 +69,8 @@ class CsiStore(SnapshotStore):
         clients: ready-made ``lanenb.kube.client.Clients`` (tests, reuse).
     """
 
+    namespaced = True
+
     name = "kubernetes"
 
     def __init__(self, namespace: str = "default", *, kubeconfig: Any = None, context: str | None = None,

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lanenb.backends.azureml.options import AzureMLOptions
 from lanenb.backends.azureml.status import REASONS, azureml_status
 from lanenb.backends.azureml.workspace import AzureMLError, WorkspaceRef, ml_client, resolve_workspace
-from lanenb.contract.azureml_options import AzureMLOptions
 from lanenb.contract.status import JobState
 from lanenb.errors import SpecError
 from lanenb.team.reasons import Waiting

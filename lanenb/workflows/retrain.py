@@ -17,7 +17,7 @@ from typing import Any
 from lanenb.registry.jobs import JobRegistry
 from lanenb.snapshots.base import Snapshot, SnapshotInputError, SnapshotNotFoundError, SnapshotStore
 
-__all__ = ["dataset_snapshot_for", "retrain", "retrain_spec", "with_secrets"]
+__all__ = ["dataset_snapshot_for", "backend_for_store", "retrain", "retrain_spec", "with_secrets"]
 
 
 def dataset_snapshot_for(store: SnapshotStore, snap: Snapshot) -> Snapshot:
@@ -41,13 +41,32 @@ def dataset_snapshot_for(store: SnapshotStore, snap: Snapshot) -> Snapshot:
     return found[-1]
 
 
+def backend_for_store(store: str) -> Any:
+    """The descriptor of the backend a restore from snapshot store ``store`` trains on: the one
+    whose ranks snapshot there (``Capabilities.snapshot_store``), else the one that runs on this
+    machine (a restored directory is only of use to it).
+
+    Raises:
+        SnapshotInputError: no backend trains on what that store restores.
+    """
+    from lanenb.contract.backends import descriptors
+
+    found = descriptors()
+    for rule in (lambda d: d.capabilities.snapshot_store == store, lambda d: d.capabilities.runs_here):
+        chosen = next((d for d in found if rule(d)), None)
+        if chosen is not None:
+            return chosen
+    raise SnapshotInputError(f"no backend trains on what the {store!r} snapshot store restores")
+
+
 def retrain_spec(base: Any, snap: Snapshot, new_volume: str, backend: str, overrides: dict[str, Any]) -> Any:
     """The run record's spec pointed at the restored volume; ``run_dir`` and ``name`` start fresh
     unless given. Raises ``SpecError`` (a ``UserError``) on bad overrides."""
+    from lanenb.contract.backends import get_descriptor
     from lanenb.contract.spec import TrainSpec, VolumeMount
 
     changes: dict[str, Any] = {"name": None, "run_dir": None}
-    if backend == "local":
+    if get_descriptor(backend).capabilities.runs_here:  # a restored directory
         changes["dataset"] = str(Path(new_volume).expanduser().absolute())
     else:  # the new PVC takes the old one's place at the same mount path
         mounts = list(base.volumes) if base is not None else []
@@ -127,7 +146,8 @@ def retrain(snapshot_id: str | Snapshot, new_volume: str, *, backend: str | Snap
     from lanenb.snapshots import get_store
 
     store = get_store(backend, **(store_opts or {}))
-    kind = "local" if store.name == "local" else "kubernetes"
+    target = backend_for_store(store.name)
+    kind = target.name
     snap = dataset_snapshot_for(store, store.get(snapshot_id))
     registry = registry or JobRegistry()
     base = None
@@ -137,11 +157,11 @@ def retrain(snapshot_id: str | Snapshot, new_volume: str, *, backend: str | Snap
             base = get_job(job_name, registry=registry).spec
         except (JobNotFoundError, KeyError):
             base = None
-    if base is None and "dataset" not in overrides and kind == "kubernetes":
+    if base is None and "dataset" not in overrides and not target.capabilities.runs_here:
         raise SnapshotNotFoundError(f"no run record for snapshot {snap.id} (job {job_name!r} is not in the job "
                                     "registry): pass the training settings as overrides (dataset=..., volumes=...)")
     spec = with_secrets(retrain_spec(base, snap, new_volume, kind, overrides), secrets, job_name)
     restored = store.restore(snap.id, new_volume)
-    if kind == "local":
+    if target.capabilities.runs_here:
         spec = spec.replace(dataset=restored)
     return submit(spec, registry=registry)

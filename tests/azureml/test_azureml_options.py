@@ -12,9 +12,9 @@ import textwrap
 import pytest
 from azureml_replay import WORKSPACE
 
+from lanenb.backends.azureml.options import AzureMLOptions, data_kind_of
 from lanenb.backends.azureml.workspace import resolve_workspace
 from lanenb.commands.arguments import add_job_arguments, spec_from_args
-from lanenb.contract.azureml_options import AzureMLOptions, data_kind_of
 from lanenb.contract.spec import TrainSpec
 from lanenb.contract.validate import validate
 from lanenb.errors import SpecError

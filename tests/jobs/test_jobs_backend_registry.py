@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from lanenb.contract.backends import _REGISTRY
 from lanenb.jobs import (
     Backend,
     BackendError,
@@ -20,6 +19,7 @@ from lanenb.jobs import (
     get_job,
     register_backend,
     submit,
+    unregister_backend,
 )
 
 
@@ -34,7 +34,7 @@ def test_unknown_backend_lists_the_known_ones():
         try:
             get_backend("broken")
         finally:
-            _REGISTRY.pop("broken", None)
+            unregister_backend("broken")
 
 
 def test_local_jobs_never_import_the_kubernetes_client():
@@ -76,7 +76,7 @@ def test_a_registered_backend_works_through_the_job_api(tmp_path):
         with pytest.raises(NotImplementedError, match="cannot suspend"):
             job.suspend()
     finally:
-        _REGISTRY.pop("instant", None)
+        unregister_backend("instant")
 
 
 def test_status_and_logline_values():
@@ -87,3 +87,28 @@ def test_status_and_logline_values():
     assert str(LogLine(1, "hi")) == "[1] hi" and str(LogLine(None, "mpirun says")) == "mpirun says"
     with pytest.raises(ValueError):
         JobStatus("exploded")
+
+
+def test_a_name_is_taken_once_unless_the_override_is_explicit():
+    """Issue 44: re-registering replaced silently (the model registry raises); now it takes
+    ``override=True``, and the registry is one dict, so no stale descriptor stays behind."""
+    from lanenb.contract.backends import get_descriptor, register_descriptor
+
+    with pytest.raises(BackendError, match="backend 'local' is already registered; pass override=True"):
+        register_backend("local", _InstantBackend)
+    assert get_backend("local").name == "local"  # still the built-in one
+    register_backend("instant2", _InstantBackend)
+    try:
+        with pytest.raises(BackendError, match="backend 'instant2' is already registered"):
+            register_backend("instant2", "lanenb.backends.local.backend:LocalBackend")
+        register_backend("instant2", "lanenb.backends.local.backend:LocalBackend", override=True)
+        assert type(get_backend("instant2")).__name__ == "LocalBackend"
+        assert get_descriptor("instant2").factory == "lanenb.backends.local.backend:LocalBackend"
+    finally:
+        unregister_backend("instant2")
+    assert "instant2" not in available_backends()
+    with pytest.raises(BackendError, match="unknown backend 'instant2'"):
+        get_descriptor("instant2")  # gone from the one dict: no descriptor left behind
+    local = get_descriptor("local")
+    register_descriptor(local, override=True)  # an explicit replacement (here by itself) is allowed
+    assert get_descriptor("local") is local

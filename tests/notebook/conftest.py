@@ -39,7 +39,7 @@ def scripted(tmp_path: Path):
     if shutil.which("mpirun") is None:
         pytest.skip("mpirun (Open MPI) is not installed")
     from lanenb.backends.local.backend import LocalBackend
-    from lanenb.contract.backends import _REGISTRY, register_backend
+    from lanenb.contract.backends import register_backend, unregister_backend
 
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)
@@ -47,12 +47,13 @@ def scripted(tmp_path: Path):
     def make(steps: list[dict], name: str = "script") -> dict:
         script = run_script(steps, tmp_path / f"{name}.jsonl")
         program = [sys.executable, str(HERE / "scripted_rank.py"), str(script)]
-        register_backend("scripted", lambda **kw: LocalBackend(program=program, trainer_args=False, grace=2.0))
+        register_backend("scripted", lambda **kw: LocalBackend(program=program, trainer_args=False, grace=2.0),
+                         override=True)  # each call replays another script
         # a replay, not training: its ranks may outnumber the cores (a 4-rank scaling script on 2)
         return {"dataset": str(data), "processes": 2, "backend": "scripted", "local": {"oversubscribe": True}}
 
     yield make
-    _REGISTRY.pop("scripted", None)
+    unregister_backend("scripted")
 
 
 # the Kubernetes emulator fixtures (cluster, backend, kubeconfig) for notebook tests

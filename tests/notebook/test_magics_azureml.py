@@ -4,6 +4,8 @@ submits nothing; ``TrainPanel`` takes its bounds from the compute cluster (recor
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 
@@ -33,12 +35,13 @@ def test_lanetrain_dry_run_prints_the_azureml_job_and_submits_nothing(ip, capsys
 
 def test_train_panel_bounds_come_from_the_compute_cluster(monkeypatch):
     from lanenb.backends.azureml import AzureMLBackend
-    from lanenb.contract.backends import _REGISTRY
+    from lanenb.contract import backends
     from lanenb.notebook.panel import TrainPanel
 
     http = ReplayAdapter("capacity_gpu.json", "data_assets.json")
-    monkeypatch.setitem(_REGISTRY, "azureml",
-                        lambda **kw: AzureMLBackend(credential=FakeCredential(), transport=transport(http), **kw))
+    replay = dataclasses.replace(backends.get_descriptor("azureml"), factory=lambda **kw: AzureMLBackend(
+        credential=FakeCredential(), transport=transport(http), **kw))
+    monkeypatch.setitem(backends._DESCRIPTORS, "azureml", replay)
     panel = TrainPanel(backend="azureml", dataset="azureml:tusimple:1",
                        azureml={"compute": "gpu-cluster", "instance_count": 4, **WORKSPACE})
     assert (panel.processes.max, panel.gpus.max) == (32, 8)  # 4 nodes x ND96amsr_A100_v4 (8 GPUs)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -81,9 +82,10 @@ def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
             "    time.sleep(0.1)\n")
     fake.rewrite_argv = lambda argv: [sys.executable, "-c", code]
     warm_up(backend)
-    from lanenb.contract.backends import _REGISTRY
+    from lanenb.contract.backends import get_descriptor, register_descriptor
 
-    _REGISTRY["kubernetes"] = lambda **kw: backend  # this cluster, for Job objects too
+    built_in = get_descriptor("kubernetes")  # this cluster, for Job objects too
+    register_descriptor(dataclasses.replace(built_in, factory=lambda **kw: backend), override=True)
     try:
         add_pvc(thread)
         spec = TrainSpec(dataset="/data", backend="kubernetes", image="registry.example.com/t:1", name="lane-poll",
@@ -105,7 +107,7 @@ def test_kubernetes_poll_resumes_by_timestamp(cluster, backend):
         with pytest.raises(SpecError, match="is not a cursor of a Kubernetes job's log"):
             job.poll("running:|garbage")
     finally:
-        _REGISTRY["kubernetes"] = "lanenb.backends.kubernetes.backend:KubernetesBackend"
+        register_descriptor(built_in, override=True)
 
 
 def test_local_poll_reads_a_long_log_in_bounded_slices(scripted, monkeypatch):

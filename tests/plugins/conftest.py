@@ -19,7 +19,6 @@ HERE = Path(__file__).parent
 def clean_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Whatever a test registers is gone after it (the registry is module state)."""
     monkeypatch.setattr(backends, "_DESCRIPTORS", dict(backends._DESCRIPTORS))
-    monkeypatch.setattr(backends._BACKENDS, "entries", dict(backends._BACKENDS.entries))
     monkeypatch.setattr(backends, "_entry_points_loaded", backends._entry_points_loaded)
     yield
 

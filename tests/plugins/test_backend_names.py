@@ -21,17 +21,11 @@ ALLOWED_ROOMS = (
 )
 # what remains, each for a reason: (path, the name) -> why
 ALLOWED = {
-    # the backends' options classes: SDK-free, named by their descriptors; their errors name their section
-    ("lanenb/contract/k8s_options.py", "k8s"): "KubernetesOptions' own section name in its errors",
-    ("lanenb/contract/azureml_options.py", "azureml"): "AzureMLOptions' own section name in its errors",
     # snapshot stores are a registry of their own, whose names happen to match a backend's
     ("lanenb/snapshots/__init__.py", "kubernetes"): "the snapshot store registry (a store name)",
     ("lanenb/snapshots/csi.py", "kubernetes"): "the CSI store's registered name",
     ("lanenb/snapshots/csi.py", "k8s"): "the kubernetes client module's usual alias",
-    ("lanenb/server/api.py", "kubernetes"): "store names that take a namespace",
     ("lanenb/cli/notebook.py", "kubernetes"): "a tutorial notebook's name",
-    # follow-ups (issue 32): the retrain target picks a backend from the store, a sweep labels its pods
-    ("lanenb/workflows/retrain.py", "kubernetes"): "retrain runs on the backend of the snapshot's store",
 }
 
 

@@ -70,6 +70,6 @@ def test_an_entry_point_cannot_take_a_builtin_name_without_saying_so(monkeypatch
     monkeypatch.setattr(backends.importlib.metadata, "entry_points", lambda group: [EP(plain), EP(meant)])
     with caplog.at_level(logging.WARNING):
         assert load_entry_points(force=True) == ["kubernetes"]
-    assert get_descriptor("local").factory == "lanenb.backends.local:LocalBackend"  # kept
+    assert get_descriptor("local").factory == "lanenb.backends.local.backend:LocalBackend"  # kept
     assert get_descriptor("kubernetes").factory == "corp.k8s:Patched"  # the explicit override
     assert "names the built-in backend 'local': ignored" in caplog.text

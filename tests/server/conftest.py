@@ -29,6 +29,6 @@ def mpirun() -> None:
 @pytest.fixture
 def scripted_cleanup():
     yield
-    from lanenb.contract.backends import _REGISTRY
+    from lanenb.contract.backends import unregister_backend
 
-    _REGISTRY.pop("scripted", None)
+    unregister_backend("scripted")

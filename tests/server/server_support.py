@@ -24,7 +24,8 @@ def register_scripted(tmp_path: Path, steps: list[dict], name: str = "script") -
 
     script = run_script(steps, tmp_path / f"{name}.jsonl")
     program = [sys.executable, str(NOTEBOOK_TESTS / "scripted_rank.py"), str(script)]
-    register_backend("scripted", lambda **kw: LocalBackend(program=program, trainer_args=False, grace=2.0))
+    register_backend("scripted", lambda **kw: LocalBackend(program=program, trainer_args=False, grace=2.0),
+                     override=True)  # a test may replay several scripts
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)
     return str(data)

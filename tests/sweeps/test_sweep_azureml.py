@@ -71,8 +71,8 @@ def workspace(monkeypatch: pytest.MonkeyPatch, backend_poll: float) -> Iterator[
                                  "poll_interval": backend_poll, **opts})
 
     monkeypatch.setattr(backends, "_DESCRIPTORS", dict(backends._DESCRIPTORS))
-    monkeypatch.setattr(backends._BACKENDS, "entries", dict(backends._BACKENDS.entries))
-    backends.register_descriptor(dataclasses.replace(backends.get_descriptor("azureml"), factory=factory))
+    backends.register_descriptor(dataclasses.replace(backends.get_descriptor("azureml"), factory=factory),
+                                 override=True)
     yield emulator
     assert emulator.problems == [], emulator.problems  # nothing the real service would refuse was sent
 

@@ -3,7 +3,30 @@
 ``status.py`` and ``rank_logs.py`` read it back, ``backend.py`` submits, follows and cancels).
 The SDK (``azure-ai-ml``) is imported on first use only."""
 
-from lanenb.backends.azureml.backend import AzureMLBackend, AzureMLError
-from lanenb.backends.azureml.command_job import build_command, render
+from __future__ import annotations
 
-__all__ = ["AzureMLBackend", "AzureMLError", "build_command", "render"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lanenb.backends.azureml.backend import AzureMLBackend, AzureMLError
+    from lanenb.backends.azureml.command_job import build_command, render
+    from lanenb.backends.azureml.options import AzureMLOptions
+
+__all__ = ["AzureMLBackend", "AzureMLError", "build_command", "render", "AzureMLOptions"]
+
+# imported on first use: the descriptor (descriptor.py) is read by --help and the panel without
+# importing the backend
+_LAZY = {
+    "AzureMLBackend": "lanenb.backends.azureml.backend",
+    "AzureMLError": "lanenb.backends.azureml.backend",
+    "build_command": "lanenb.backends.azureml.command_job",
+    "render": "lanenb.backends.azureml.command_job",
+    "AzureMLOptions": "lanenb.backends.azureml.options",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

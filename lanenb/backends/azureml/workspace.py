@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lanenb.contract.azureml_options import AzureMLOptions
+from lanenb.backends.azureml.options import AzureMLOptions
 from lanenb.errors import SpecError, UserError
 
 if TYPE_CHECKING:

@@ -2,7 +2,26 @@
 recorded and watched like any lanenb job (``spec.py`` its spec, ``objects.py`` its
 Kubernetes objects, ``backend.py`` the backend)."""
 
-from lanenb.backends.fetch.backend import KubernetesFetchBackend
-from lanenb.backends.fetch.spec import FetchSpec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lanenb.backends.fetch.backend import KubernetesFetchBackend
+    from lanenb.backends.fetch.spec import FetchSpec
 
 __all__ = ["KubernetesFetchBackend", "FetchSpec"]
+
+# imported on first use: the descriptor (descriptor.py) is read by --help and the panel without
+# importing the ``kubernetes`` client
+_LAZY = {
+    "KubernetesFetchBackend": "lanenb.backends.fetch.backend",
+    "FetchSpec": "lanenb.backends.fetch.spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,29 @@
 """The ``kubernetes`` backend: a Kubeflow MPIJob per run (``manifests.py`` builds it,
 ``status.py`` reads it back in words, ``backend.py`` submits, follows and cancels it)."""
 
-from lanenb.backends.kubernetes.backend import KubernetesBackend
-from lanenb.backends.kubernetes.manifests import build_mpijob, render
+from __future__ import annotations
 
-__all__ = ["KubernetesBackend", "build_mpijob", "render"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lanenb.backends.kubernetes.backend import KubernetesBackend
+    from lanenb.backends.kubernetes.manifests import build_mpijob, render
+    from lanenb.backends.kubernetes.options import KubernetesOptions
+
+__all__ = ["KubernetesBackend", "build_mpijob", "render", "KubernetesOptions"]
+
+# imported on first use: the descriptor (descriptor.py) is read by --help and the panel without
+# importing the ``kubernetes`` client
+_LAZY = {
+    "KubernetesBackend": "lanenb.backends.kubernetes.backend",
+    "build_mpijob": "lanenb.backends.kubernetes.manifests",
+    "render": "lanenb.backends.kubernetes.manifests",
+    "KubernetesOptions": "lanenb.backends.kubernetes.options",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,26 @@
 """The ``local`` backend: ranks under mpirun on this machine, watched by a detached
 supervisor process (``supervise.py``) that owns the job's log and exit record."""
 
-from lanenb.backends.local.backend import LocalBackend
+from __future__ import annotations
 
-__all__ = ["LocalBackend"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lanenb.backends.local.backend import LocalBackend
+    from lanenb.backends.local.options import LocalOptions
+
+__all__ = ["LocalBackend", "LocalOptions"]
+
+# imported on first use: the descriptor (descriptor.py) is read by --help and the panel without
+# importing the backend
+_LAZY = {
+    "LocalBackend": "lanenb.backends.local.backend",
+    "LocalOptions": "lanenb.backends.local.options",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
