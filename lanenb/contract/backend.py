@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # the one line type; every backend yields these (re-exported here: it is part of the interface)
+from lanenb.contract.spec import TrainSpec
 from lanenb.errors import UserError
 from lanenb.launch.lines import LogLine as LogLine
 
 if TYPE_CHECKING:
-    from lanenb.contract.spec import TrainSpec
     from lanenb.contract.status import JobStatus
 
 
@@ -61,8 +61,6 @@ class Backend(abc.ABC):
     def spec_from_dict(cls, data: dict[str, Any]) -> Any:
         """The spec of a registry row of this backend's jobs (``Job.spec``): a ``TrainSpec``,
         unless the backend runs something else (the dataset fetch Job's ``FetchSpec``)."""
-        from lanenb.contract.spec import TrainSpec
-
         return TrainSpec.from_dict(data)
 
     def validate(self, spec: TrainSpec, run_dir: str | Path | None) -> None:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lanenb.contract.backends import BackendError, available_backends, get_descriptor, option_sections
+from lanenb.contract.descriptor import Capabilities
 from lanenb.contract.fields import (
     check_choice,
     check_rfc1123_label,
@@ -173,8 +175,6 @@ class TrainSpec:
         opts = self.__dict__.get("backend_options")
         if opts is None or name.startswith("__"):
             raise AttributeError(name)
-        from lanenb.contract.backends import option_sections
-
         if name in opts:
             return opts[name]
         descriptor = option_sections().get(name)
@@ -203,8 +203,6 @@ class TrainSpec:
     def fold_sections(data: Mapping[str, Any]) -> dict[str, Any]:
         """``data`` with backend option sections given at the top level (``k8s=``, a registry
         row written before ``backend_options``) moved into ``backend_options``."""
-        from lanenb.contract.backends import option_sections
-
         out = dict(data)
         names = {f.name for f in dataclasses.fields(TrainSpec)}
         loose = {k: out.pop(k) for k in list(out) if k not in names and k in option_sections()}
@@ -326,8 +324,6 @@ class TrainSpec:
         check_rfc1123_label("name", self.name)
 
     def _check_backend(self) -> None:
-        from lanenb.contract.backends import available_backends
-
         check_choice("backend", self.backend, available_backends())
 
     def _check_secret_refs(self) -> None:
@@ -361,16 +357,12 @@ class TrainSpec:
 
     def _descriptor(self) -> Any:
         """The chosen backend's descriptor, or None for a name ``_check_backend`` refuses."""
-        from lanenb.contract.backends import BackendError, get_descriptor
-
         try:
             return get_descriptor(self.backend)
         except BackendError:
             return None
 
     def _capability(self, name: str) -> Any:
-        from lanenb.contract.descriptor import Capabilities
-
         descriptor = self._descriptor()
         return getattr(descriptor.capabilities if descriptor else Capabilities(), name)
 
@@ -378,8 +370,6 @@ class TrainSpec:
         """Each given section through its options class; the chosen backend's section always
         (its defaults when not given), then the backend's own spec check. A section of a
         backend that is not installed here is kept as given (a registry row from another machine)."""
-        from lanenb.contract.backends import option_sections
-
         if not isinstance(self.backend_options, Mapping):
             raise SpecError("backend_options", self.backend_options,
                             "must be a dict of backend option sections, e.g. {'k8s': {...}}")

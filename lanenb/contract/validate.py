@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lanenb.contract.backends import get_backend
 from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb.home import default_run_dir
 from lanenb_trainer.errors import UserError
 
 __all__ = ["Problem", "validate"]
@@ -91,9 +93,6 @@ def validate(spec: TrainSpec | Mapping[str, Any], *, backend: bool = True) -> li
     problems += [_from_exception(e) for e in checked.check(first=False)]
     if problems or not backend:
         return problems
-    from lanenb.contract.backends import get_backend
-    from lanenb.home import default_run_dir
-
     try:
         impl = get_backend(checked.backend)
         run_dir = checked.run_dir or (str(default_run_dir(checked.name or "job")) if impl.runs_here else None)
