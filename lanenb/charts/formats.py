@@ -26,6 +26,7 @@ import json
 import math
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["MISSING", "ELLIPSIS", "DURATION_UNITS", "SIZE_BASE", "SIZE_UNITS", "SIZE_DECIMALS_BELOW",
            "RELATIVE_STEPS", "NAME_TAIL", "LIVE", "STOPPABLE", "SUSPENDABLE", "RESUMABLE", "format_duration",
@@ -69,6 +70,16 @@ def _fixed(value: float, digits: int) -> str:
     """``value`` with ``digits`` decimals, halves up, as JavaScript's ``toFixed`` writes it."""
     exact = decimal.Decimal(value)  # the float's exact value, rounded once: what toFixed does
     return str(exact.quantize(decimal.Decimal(1).scaleb(-digits), rounding=decimal.ROUND_HALF_UP))
+
+
+def format_value(value: Any, digits: str = ".4g") -> str:
+    """A table cell: ``MISSING`` for None, a float with ``digits`` (a format spec: ``.4g`` for
+    a parameter or a score, ``.0f`` for a percentage or MiB), anything else as ``str``."""
+    if value is None:
+        return MISSING
+    if isinstance(value, float):
+        return format(value, digits)
+    return str(value)
 
 
 def format_duration(seconds: float | None) -> str:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from lanenb.errors import SpecError
 from lanenb.kube.rules import label_problem, name_problem
 from lanenb_trainer.runai import bool_word
 
 T = TypeVar("T")
+O = TypeVar("O", bound="BackendOptions")
 
 __all__ = ["coerce_int", "coerce_bool", "check_choice", "coerce_opt_str", "coerce_quantity", "coerce_env",
            "check_rfc1123_label", "check_rfc1123_subdomain", "reject_unknown", "options_from_dict"]
@@ -171,3 +172,19 @@ def options_from_dict(cls: type[T], data: Any, section: str) -> T:
         raise SpecError(section, data, f"must be {article} {cls.__name__} or a dict of its fields")
     reject_unknown(cls, data, section, "unknown option(s); known")
     return cls(**data)
+
+
+class BackendOptions:
+    """The base of a backend's options dataclass (its descriptor's section): the dict round trip
+    every section shares, so a new backend writes its fields and checks, nothing else.
+    ``section``: the key in ``TrainSpec.backend_options`` its errors name."""
+
+    section: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls: type[O], data: Any) -> O:
+        """From a dict, an instance (kept) or None (the defaults); unknown keys are refused."""
+        return options_from_dict(cls, data, cls.section)

@@ -28,6 +28,7 @@ from lanenb.analysis.chartdata import STATIC_LIMIT, rank_table, run_png, run_row
 from lanenb.analysis.doctor import shown_verdict
 from lanenb.analysis.runstate import SETTINGS, RunState, fill_config, format_duration
 from lanenb.charts import vocabulary
+from lanenb.charts.formats import format_value
 from lanenb.contract.status import JobStatus
 from lanenb.jobs import RunDirGoneError
 from lanenb.jobs.job import RESUMABLE, SUSPENDABLE, Job
@@ -405,8 +406,8 @@ class JobView(StaticFallback, widgets.VBox):
         for r in rows:
             cells = [str(r["rank"])] + ([html.escape(r["host"] or "-")] if multi else [])
             if gpu:
-                cells += [_fmt(r["gpu_util"]), f"{_fmt(r['gpu_mem_mb'])} / {_fmt(r['gpu_mem_total_mb'])}"]
-            cells += [_fmt(r["cpu_percent"]), _fmt(r["rss_mb"])]
+                cells += [_cell(r["gpu_util"]), f"{_cell(r['gpu_mem_mb'])} / {_cell(r['gpu_mem_total_mb'])}"]
+            cells += [_cell(r["cpu_percent"]), _cell(r["rss_mb"])]
             if timed:
                 cells += ([f"{r['step_s']:.3g}"] + [f"{r[p]:.0%}" for p in ("data", "compute", "exchange", "other")]
                           if r["step_s"] is not None else ["-"] * 5)
@@ -460,9 +461,5 @@ class JobView(StaticFallback, widgets.VBox):
         return "\n".join(lines)
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.0f}"
-    return str(v)
+def _cell(value: Any) -> str:
+    return format_value(value, ".0f")  # percentages and MiB: whole numbers

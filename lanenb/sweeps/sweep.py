@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lanenb.charts.formats import format_value
 from lanenb.contract.redact import is_secret_name, is_secret_ref, redact_spec, redacted_fields
 from lanenb.contract.spec import TrainSpec
 from lanenb.errors import UserError
@@ -221,7 +222,8 @@ class Sweep:
         best = (self._best_of(rows, objective) or {}).get("number")
         names = [d["name"] for d in settings.space]
         body = [[f"{r.number}{' *' if r.number == best else ''}", r.state,
-                 *(_fmt(r.params.get(n)) for n in names), _fmt(r.value), str(r.epochs), r.job or "-", r.why or ""]
+                 *(format_value(r.params.get(n)) for n in names), format_value(r.value), str(r.epochs),
+                 format_value(r.job), r.why or ""]
                 for r in rows if r.state != "waiting"]
         title = (f"sweep {self.name}: {self._state_of(rows, settings)}, {len(body)}/{settings.trials} trial(s), "
                  f"{settings.sampler} + {settings.pruner}, {objective.direction} {objective.label}")
@@ -330,14 +332,6 @@ class Sweep:
         """The driver's own log (trials started, pruned, finished)."""
         path = sweeps_dir() / f"{self.name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def _check_no_literal_secrets(spec: TrainSpec) -> None:

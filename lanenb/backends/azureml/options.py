@@ -9,13 +9,11 @@ ever an option: the backend signs in with ``DefaultAzureCredential``.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
-from lanenb.contract.fields import check_choice, coerce_int, coerce_opt_str, options_from_dict
+from lanenb.contract.fields import BackendOptions, check_choice, coerce_int, coerce_opt_str
 from lanenb.errors import SpecError
 
 if TYPE_CHECKING:
@@ -60,7 +58,7 @@ def data_kind_of(dataset: str) -> str:
 
 
 @dataclass
-class AzureMLOptions:
+class AzureMLOptions(BackendOptions):
     """Options only the ``azureml`` backend reads; ignored by the other backends.
 
     The workspace is found in this order: these options, then ``AZURE_SUBSCRIPTION_ID`` /
@@ -89,6 +87,8 @@ class AzureMLOptions:
     Raises:
         SpecError: a bad option; the message names it as ``azureml.<option>``.
     """
+
+    section: ClassVar[str] = "azureml"
 
     compute: str | None = None
     subscription_id: str | None = None
@@ -148,12 +148,6 @@ class AzureMLOptions:
             raise SpecError("dataset", dataset, f"azureml.data_kind={self.data_kind!r} needs {wants[kind]}")
         return kind
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | AzureMLOptions | None) -> AzureMLOptions:
-        return options_from_dict(cls, data, "azureml")
 
 
 def check_spec(spec: TrainSpec) -> None:

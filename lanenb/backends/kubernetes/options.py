@@ -4,13 +4,13 @@ apiserver's own rules, so a bad toleration fails in the notebook cell, not at po
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from lanenb.contract.fields import (
+    BackendOptions,
     check_choice,
     check_rfc1123_label,
     check_rfc1123_subdomain,
@@ -19,7 +19,6 @@ from lanenb.contract.fields import (
     coerce_int,
     coerce_labels,
     coerce_opt_str,
-    options_from_dict,
 )
 from lanenb.errors import SpecError
 from lanenb.kube.rules import toleration_problem
@@ -34,7 +33,7 @@ _RESERVED_LABEL_PREFIX = "training.kubeflow.org/"
 
 
 @dataclass
-class KubernetesOptions:
+class KubernetesOptions(BackendOptions):
     """Options only the Kubernetes backend reads; ignored by the local backend.
 
     Args:
@@ -72,6 +71,8 @@ class KubernetesOptions:
     Raises:
         SpecError: a bad option; the message names it as ``k8s.<option>``.
     """
+
+    section: ClassVar[str] = "k8s"
 
     service_account: str | None = None
     node_selector: dict[str, str] = field(default_factory=dict)
@@ -146,10 +147,3 @@ class KubernetesOptions:
             if key in _RESERVED_LABELS or key.startswith(_RESERVED_LABEL_PREFIX):
                 raise SpecError("k8s.labels", {key: value}, f"{key!r} is set by lanenb or the MPI Operator; "
                                 "choose a key of your own (e.g. example.com/team)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | KubernetesOptions | None) -> KubernetesOptions:
-        return options_from_dict(cls, data, "k8s")

@@ -7,18 +7,16 @@ new user's ``-np 999`` on a laptop must not start 999 Python processes.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
-from lanenb.contract.fields import coerce_bool, options_from_dict
+from lanenb.contract.fields import BackendOptions, coerce_bool
 
 __all__ = ["LocalOptions"]
 
 
 @dataclass
-class LocalOptions:
+class LocalOptions(BackendOptions):
     """Options only the local backend reads.
 
     Args:
@@ -29,14 +27,9 @@ class LocalOptions:
         SpecError: a bad option; the message names it as ``local.<option>``.
     """
 
+    section: ClassVar[str] = "local"
+
     oversubscribe: bool = False
 
     def __post_init__(self) -> None:
         self.oversubscribe = coerce_bool("local.oversubscribe", self.oversubscribe)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | LocalOptions | None) -> LocalOptions:
-        return options_from_dict(cls, data, "local")
