@@ -13,6 +13,7 @@ import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import { api, IJobSummary, ISnapshot, ISnapshotDiff } from './api';
+import { confirmThen } from './confirm';
 import { sparkline } from './charts';
 import { el, fillName, formatBytes, formatDuration, formatPercent, relativeTime, stateChip, wholeWords } from './dom';
 import { LIVE, STOPPABLE } from './formats';
@@ -34,21 +35,14 @@ const OTHERS_EVERY_MS = 3000; // sweeps and snapshots: a restic listing may take
 
 /** Ask, then stop: the dialog names the job, the request repeats its name. */
 export async function confirmStop(name: string): Promise<boolean> {
-  const result = await showDialog({
-    title: 'Stop training job',
-    body: `Stop job "${name}"? Its ranks get SIGTERM; it will show as cancelled everywhere.`,
-    buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Stop' })]
-  });
-  if (!result.button.accept) {
-    return false;
-  }
-  try {
-    await api.stop(name);
-    return true;
-  } catch (err) {
-    await showErrorMessage('Could not stop the job', String((err as Error).message));
-    return false;
-  }
+  return confirmThen(
+    {
+      title: 'Stop training job',
+      body: `Stop job "${name}"? Its ranks get SIGTERM; it will show as cancelled everywhere.`,
+      failure: 'Could not stop the job'
+    },
+    () => api.stop(name)
+  );
 }
 
 /** The diff of two snapshots as a table of changed paths (the dialog's body). */

@@ -5,9 +5,9 @@
 // chart, drawn by the job panel's renderer (vegacharts.ts) and fitted to the sidebar's width. An
 // open sweep is read again while it runs or when its list row changes; only changed charts are
 // re-drawn.
-import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 
 import { api, ISweepDetail, ISweepSummary, ITrialRow } from './api';
+import { confirmThen } from './confirm';
 import { el, fillName, MISSING, stateChip } from './dom';
 import { ChartGrid, Spec } from './vegacharts';
 
@@ -49,21 +49,14 @@ export function formatValue(value: unknown): string {
 
 /** Ask, then stop the sweep: its driver cancels the running trials, finished ones stay. */
 async function confirmStopSweep(name: string): Promise<boolean> {
-  const result = await showDialog({
-    title: 'Stop sweep',
-    body: `Stop sweep "${name}"? Its running trials are cancelled; finished trials are kept.`,
-    buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Stop' })]
-  });
-  if (!result.button.accept) {
-    return false;
-  }
-  try {
-    await api.stopSweep(name);
-    return true;
-  } catch (err) {
-    await showErrorMessage('Could not stop the sweep', String((err as Error).message));
-    return false;
-  }
+  return confirmThen(
+    {
+      title: 'Stop sweep',
+      body: `Stop sweep "${name}"? Its running trials are cancelled; finished trials are kept.`,
+      failure: 'Could not stop the sweep'
+    },
+    () => api.stopSweep(name)
+  );
 }
 
 /** One opened sweep: its settings line, trials table and charts. */

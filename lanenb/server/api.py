@@ -146,6 +146,12 @@ def job_detail(name: str) -> dict[str, Any]:
     return info
 
 
+def _check_confirmed(kind: str, name: str, confirm: Any) -> None:
+    """A stop goes ahead only when ``confirm`` repeats the name (what the sidebar's dialog sends)."""
+    if confirm != name:
+        raise ConfirmationError(f"confirm={confirm!r}: repeat the {kind}'s name ({name!r}) to stop it")
+
+
 def stop_job(name: str, confirm: Any) -> payloads.StopReply:
     """Cancel job ``name``; ``confirm`` must repeat the name (the sidebar's confirmation).
 
@@ -158,8 +164,7 @@ def stop_job(name: str, confirm: Any) -> payloads.StopReply:
         JobNotFoundError: no job is called ``name``.
     """
     job = get_job(name)
-    if confirm != name:
-        raise ConfirmationError(f"confirm={confirm!r}: repeat the job's name ({name!r}) to stop it")
+    _check_confirmed("job", name, confirm)
     status = cast(payloads.JobStatus, job.cancel().to_dict())
     with _LIST_LOCK:
         _LIST_CACHE.clear()  # the next list shows the stop at once
@@ -331,8 +336,7 @@ def stop_sweep(name: str, confirm: Any, wait: float = SWEEP_STOP_WAIT_S) -> payl
     from lanenb.sweeps import attach
 
     sweep = attach(name)
-    if confirm != name:
-        raise ConfirmationError(f"confirm={confirm!r}: repeat the sweep's name ({name!r}) to stop it")
+    _check_confirmed("sweep", name, confirm)
     state = sweep.state
     if state in ("running", "stopping"):  # a sweep without a driver has nothing to stop: no stop file left
         state = sweep.stop(timeout=wait)
