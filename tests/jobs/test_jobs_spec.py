@@ -245,3 +245,27 @@ def test_a_job_left_at_its_defaults_trains_as_the_trainer_does_at_its_own(tmp_pa
     defaults = TrainSpec.field_defaults()
     assert {n: defaults[n] for n in ("epochs", "batch_size", "engine", "backbone", "use_val")} == {
         n: getattr(trainer, n) for n in ("epochs", "batch_size", "engine", "backbone", "use_val")}
+
+
+def test_a_submit_checks_the_trainer_flags_once_in_the_kernel(tmp_path, monkeypatch):
+    """Issue 44: the kernel built the rank's argv and parsed it back into a TrainConfig twice per
+    submit (validate, then submit); now once: the same argv and env are not checked again."""
+    import sys
+
+    from lanenb.backends.local import backend as local
+    from lanenb.backends.local.backend import LocalBackend
+
+    data = tmp_path / "data"
+    (data / "clips").mkdir(parents=True)
+    (data / "label_data_0.json").write_text("")
+    calls = []
+    real = local.parse_config
+    monkeypatch.setattr(local, "parse_config", lambda *a, **k: calls.append(a) or real(*a, **k))
+    backend = LocalBackend(program=[sys.executable, "-c", "pass"], grace=1.0)
+    spec = TrainSpec(dataset=str(data), processes=1, batch_size=3, name="once")
+    run = tmp_path / "run"
+    argv = backend.launcher_argv(spec, run)  # what validate() does first
+    assert backend.launcher_argv(spec, run) == argv and len(calls) == 1  # the same argv: not parsed again
+    assert backend.launcher_argv(spec.replace(batch_size=4), run) != argv and len(calls) == 2  # a change is
+    with pytest.raises(Exception, match="batch-size"):
+        backend.launcher_argv(spec.replace(extra_args=["--batch-size", "0"]), run)  # and a bad one still fails

@@ -140,6 +140,7 @@ class LocalBackend(Backend):
         self.grace = float(grace)
         self.python = python or sys.executable
         self.poll_interval = poll_interval
+        self._checked: tuple[Any, ...] | None = None  # the argv and env the trainer's checks last passed
 
     def capacity(self, spec: TrainSpec | None = None) -> dict[str, int]:
         """GPUs if this machine has any (one rank per GPU: a rank computes on one GPU, so one
@@ -185,8 +186,13 @@ class LocalBackend(Backend):
         args = spec.trainer_args(str(run_dir)) if self.use_trainer_args else []
         if self.use_trainer_args:
             # the trainer's own validation, before anything starts: a missing dataset fails
-            # here in the notebook cell, not in a detached process
-            parse_config(args, env={**os.environ, **spec.env})
+            # here in the notebook cell, not in a detached process. Once per argv and env:
+            # validate() and submit() build the same argv, and the ranks check it again anyway
+            env = {**os.environ, **spec.env}
+            key = (tuple(args), tuple(sorted(env.items())))
+            if key != self._checked:
+                parse_config(args, env=env)
+                self._checked = key
         # the rank guard makes each rank die with mpirun and records its pid
         argv = build_mpirun_argv(spec.processes, args, env=sorted(spec.env), python=self.python,
                                  hosts=None, mpirun=find_mpirun(), wrapper=[self.python, rankguard.__file__])
