@@ -40,7 +40,7 @@ from lanenb_trainer.config import BACKBONES, ENGINES, TrainConfig, global_batch 
 from lanenb_trainer.flags import to_flags
 from lanenb_trainer.model_registry import list_models
 
-__all__ = ["SpecError", "VolumeMount", "TrainSpec", "UNSET", "generate_job_name", "ENGINES", "BACKBONES",
+__all__ = ["SpecError", "VolumeMount", "TrainSpec", "generate_job_name", "ENGINES", "BACKBONES",
            "PULL_POLICIES"]
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
@@ -56,21 +56,9 @@ def generate_job_name() -> str:
 _TRAINER = TrainConfig()
 
 
-class _Unset:
-    """The default of a field a RUN:AI variable can set: "not given", told apart from a value
-    that happens to equal the default (``batch_size=8`` given beside ``BATCH_SIZE=33`` is a
-    conflict, not a silent 33)."""
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
-# the fields RUN:AI variables stand for (runai_env.py), and what each is when neither is given
-_RUNAI_DEFAULTS: dict[str, Any] = {
-    "batch_size": _TRAINER.batch_size, "use_val": _TRAINER.use_val, "val_batch_size": None,
-    "num_workers": 0, "enable_snapshot": _TRAINER.enable_snapshot, "pvc_name": None,
-}
+# the fields RUN:AI variables stand for (runai_env.py): each takes its variable's value unless
+# given explicitly (``TrainSpec._given``), whatever the value given
+_RUNAI_FIELDS = ("batch_size", "use_val", "val_batch_size", "num_workers", "enable_snapshot", "pvc_name")
 
 
 @dataclass
@@ -141,7 +129,7 @@ class TrainSpec:
     processes: int = 2
     gpus: int = 0
     # the trainer's settings default as the trainer does: one default each, in TrainConfig
-    batch_size: int = UNSET  # UNSET (the RUN:AI fields): BATCH_SIZE in env, else the trainer's default
+    batch_size: int = _TRAINER.batch_size
     epochs: int = _TRAINER.epochs
     engine: str = _TRAINER.engine
     backbone: str = _TRAINER.backbone
@@ -152,17 +140,17 @@ class TrainSpec:
     large_shm: bool = False
     cpu: str | None = None
     memory: str | None = None
-    enable_snapshot: bool = UNSET
-    pvc_name: str | None = UNSET
+    enable_snapshot: bool = _TRAINER.enable_snapshot
+    pvc_name: str | None = None
     name: str | None = None
     backend: str = "local"
     namespace: str | None = None  # Kubernetes: None = the kubeconfig context's (or the pod's) namespace
     run_dir: str | None = None
     extra_args: list[str] = field(default_factory=list)
     max_steps: int | None = None
-    num_workers: int = UNSET
-    use_val: bool = UNSET
-    val_batch_size: int | None = UNSET
+    num_workers: int = 0
+    use_val: bool = _TRAINER.use_val
+    val_batch_size: int | None = None
     max_restarts: int = 0
     labels: dict[str, str] = field(default_factory=dict)
     backend_options: dict[str, Any] = field(default_factory=dict)
@@ -189,12 +177,11 @@ class TrainSpec:
 
     @staticmethod
     def field_defaults() -> dict[str, Any]:
-        """Each field's default as a value (``dataset`` has none): a RUN:AI field's is what it
-        becomes when neither it nor its variable is given. What forms and ``--help`` show."""
+        """Each field's default as a value (``dataset`` has none): what forms and ``--help`` show."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(TrainSpec):
             if f.default is not dataclasses.MISSING:
-                out[f.name] = _RUNAI_DEFAULTS[f.name] if f.default is UNSET else f.default
+                out[f.name] = f.default
             elif f.default_factory is not dataclasses.MISSING:
                 out[f.name] = f.default_factory()
         return out
@@ -285,32 +272,27 @@ class TrainSpec:
     def _apply_runai_env(self) -> None:
         """The one RUN:AI rule: a variable in env (``-e BATCH_SIZE=33``) sets a field that was
         not given; a field given explicitly that disagrees with it is a conflict naming both,
-        whether or not the given value equals the default. A field given neither way takes its
-        default. The variables reach the ranks too, where the explicit flags win
+        whether or not the given value equals the default (``batch_size=8`` beside
+        ``BATCH_SIZE=33``). The variables reach the ranks too, where the explicit flags win
         (``trainer_args``), so both always agree."""
         given = runai_fields(self.env) if isinstance(self.env, dict) else {}
-        conflicts: list[SpecError] = []
-        for name, default in _RUNAI_DEFAULTS.items():
-            current = getattr(self, name)
+        explicit = self.__dict__.get("_given", frozenset(_RUNAI_FIELDS))
+        for name in _RUNAI_FIELDS:
             if name not in given:
-                if current is UNSET:
-                    setattr(self, name, default)
                 continue
             var, raw = given[name]
             value = runai_value(name, var, raw)
-            if current is UNSET:
+            if name not in explicit:
                 setattr(self, name, value)
                 continue
-            explicit = current
+            current = getattr(self, name)
             try:
-                explicit = runai_value(name, name, current) if current is not None else None
+                same = (runai_value(name, name, current) if current is not None else None) == value
             except SpecError:
-                pass  # the field's own check names the bad value
-            if explicit != value:
-                conflicts.append(SpecError(name, current, f"conflicts with the environment variable {var}={raw!r} in "
-                                                          "env: set one of them (or both to the same value)"))
-        if conflicts:
-            raise conflicts[0]
+                same = False  # a bad value: the conflict names it (the field's own check would too)
+            if not same:
+                raise SpecError(name, current, f"conflicts with the environment variable {var}={raw!r} in env: "
+                                "set one of them (or both to the same value)")
 
     def _check_snapshot(self) -> None:
         if self.pvc_name is not None:
@@ -448,7 +430,10 @@ _init_fields = TrainSpec.__init__
 @functools.wraps(_init_fields)
 def _init_with_sections(self: TrainSpec, *args: Any, **kwargs: Any) -> None:
     """``TrainSpec(..., k8s={...})``: a backend's section as its own keyword, as before
-    ``backend_options`` (notebooks and YAML bodies written then keep working)."""
+    ``backend_options`` (notebooks and YAML bodies written then keep working). Records which
+    fields were given (``_given``): the RUN:AI rule tells a given default from one left out."""
+    names = [f.name for f in dataclasses.fields(TrainSpec)]
+    self.__dict__["_given"] = frozenset(names[:len(args)]) | frozenset(kwargs)
     _init_fields(self, *args, **TrainSpec.fold_sections(kwargs))
 
 

@@ -61,6 +61,7 @@ def _unchecked(data: Mapping[str, Any]) -> TrainSpec:
         else:  # only ``dataset`` has no default, and ``validate`` always puts it in ``data``
             raise TypeError(f"_unchecked: no value for {f.name!r} and no default")
         setattr(spec, f.name, value)
+    spec.__dict__["_given"] = frozenset(data)  # what the form gave: the RUN:AI rule reads it
     return spec
 
 

@@ -104,3 +104,34 @@ def test_every_config_field_is_documented():
     args = TrainConfig.__doc__.split("Args:", 1)[1]
     missing = [f.name for f in dataclasses.fields(TrainConfig) if f"{f.name}:" not in args and f"{f.name}," not in args]
     assert not missing, missing
+
+
+def test_each_setting_is_declared_once_and_every_face_reads_it(data, tmp_path):
+    """Issue 44: a trainer setting is one ``TrainConfig`` field (default, help, bound or choices);
+    its flag, its ``--help`` line, its check and its argv come from there."""
+    from dataclasses import fields
+
+    from lanenb_trainer.config import TrainConfig, build_parser, setting_choices
+    from lanenb_trainer.flags import NEGATABLE, flag_name
+
+    parser = build_parser()
+    flags = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"
+             and not a.option_strings[0].startswith("--no-")}
+    assert set(flags) == {f.name for f in fields(TrainConfig)}  # every field a flag, no flag without one
+    for f in fields(TrainConfig):
+        assert f.metadata["help"], f.name
+        assert flag_name(f.name) in flags[f.name].option_strings
+        if f.name in NEGATABLE:
+            assert parse_config(base(data, tmp_path) + ["--no-" + flag_name(f.name)[2:]], {}) is not None
+        choices = setting_choices(f.name)
+        if choices:  # the help names them, a value outside them is refused by its flag
+            assert "|".join(choices) in flags[f.name].help
+            if f.name not in ("data", "run_dir"):
+                with pytest.raises(ConfigError, match=rf"{flag_name(f.name)} 'nonsense' is not one of"):
+                    parse_config(base(data, tmp_path) + [flag_name(f.name), "nonsense"], {})
+        minimum = f.metadata["minimum"]
+        if minimum is not None:
+            with pytest.raises(ConfigError, match=rf"{flag_name(f.name)}.* must be an integer >= {minimum}"):
+                parse_config(base(data, tmp_path) + [flag_name(f.name), str(minimum - 1)], {})
+    cfg = parse_config(base(data, tmp_path) + ["--batch-size", "5", "--engine", "ddp"], {})
+    assert parse_config(cfg.to_argv(), {}) == cfg  # the argv the fields write reads back the same

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .flags import NEGATABLE, to_flags
+from .flags import NEGATABLE, flag_name, to_flags
 from .model_registry import imagenet_models, list_models
 from .runai import RUNAI_ENV, bool_word, runai_variable
 
@@ -34,6 +34,24 @@ RESIZE_LR_RULES = ("linear", "sqrt", "keep")
 
 class ConfigError(UserError, ValueError):
     """A configuration value is invalid; the message names the flag or variable and the value."""
+
+
+def setting(default: Any, help: str, *, minimum: int | None = None,
+            choices: Sequence[str] | Callable[[], Sequence[str]] | None = None) -> Any:
+    """A ``TrainConfig`` field with what every face needs of it, declared once: its default, its
+    ``--help`` line, and its integer bound (``minimum``) or its ``choices`` (a callable when the
+    list is a registry's, read when asked). The flag is the field's name (``flags.flag_name``),
+    a switch with a ``--no-`` form is in ``flags.NEGATABLE``, a RUN:AI variable is in
+    ``runai.RUNAI_ENV``: argparse (:func:`add_train_arguments`), the environment
+    (:func:`config_from_args`), the checks (:meth:`TrainConfig.validate`) and ``to_argv`` read
+    them from here, so a new setting is one field."""
+    return field(default=default, metadata={"help": help, "minimum": minimum, "choices": choices})
+
+
+def setting_choices(name: str) -> list[str] | None:
+    """The allowed values of setting ``name`` (None: any value of its type)."""
+    choices = _META[name]["choices"]
+    return None if choices is None else list(choices() if callable(choices) else choices)
 
 
 @dataclass
@@ -105,44 +123,53 @@ class TrainConfig:
         ConfigError: from :meth:`validate`, naming the flag (and variable) and the value.
     """
 
-    data: str = ""
-    run_dir: str = ""
-    epochs: int = 1  # one pass (as Keras' fit): a real run names its epochs; the job's default too
-    batch_size: int = 8  # per rank
-    engine: str = "auto"
-    backbone: str = "small"
-    lr: float = 0.01  # per rank; scaled linearly by the world size
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
-    warmup_steps: int = 50
-    poly_power: float = 0.9
-    img_height: int = 288
-    img_width: int = 800
-    num_workers: int = 2
-    use_workers: bool = False
-    use_val: bool = True
-    val_batch_size: int = 8
-    val_fraction: float = 0.1
-    augment: bool = True
-    max_steps: int = 0  # 0 = no limit
-    resume: bool = False
-    run_id: str | None = None  # a last.pt of the same run id is resumed without --resume
-    resize_lr_rule: str | None = None  # None: a resize keeps the global batch (accumulation)
-    seed: int = 0
-    weights: str | None = None
-    backbone_weights: str | None = None  # torchvision ImageNet weights for the backbone
-    log_every: int = 10
-    system_interval: float = 2.0
-    timing_every: int = 10  # 0 = no timing events
-    device: str = "auto"
-    amp: bool = True  # float16: GPU only; bfloat16: GPU and CPU
-    amp_dtype: str = "float16"
-    channels_last: bool | None = None  # None: on for GPU ranks (resolve_precision)
-    deterministic: bool = False
-    tensorboard: bool = True  # run_dir/tensorboard/ (lanenb_trainer.tensorboard_log)
-    enable_snapshot: bool = False
-    pvc_name: str | None = None
-    collective_timeout: float = 600.0  # seconds before a hung collective fails the run
+    data: str = setting("", "TuSimple-layout dataset root (clips/ + label JSON files)")
+    run_dir: str = setting("", "output directory written by rank 0")
+    # one pass (as Keras' fit): a real run names its epochs; the job's default too
+    epochs: int = setting(1, "epochs", minimum=1)
+    batch_size: int = setting(8, "per-rank batch size", minimum=1)
+    engine: str = setting("auto", "the gradient exchange: horovod when importable, else ddp", choices=ENGINES)
+    backbone: str = setting("small", "the model's backbone", choices=list_models)
+    lr: float = setting(0.01, "per-rank learning rate, scaled by world size")
+    momentum: float = setting(0.9, "SGD momentum")
+    weight_decay: float = setting(1e-4, "SGD weight decay")
+    warmup_steps: int = setting(50, "linear LR warm-up steps (at most a fifth of the run)", minimum=0)
+    poly_power: float = setting(0.9, "poly LR decay power")
+    img_height: int = setting(288, "network input height, multiple of 8")
+    img_width: int = setting(800, "network input width, multiple of 8")
+    num_workers: int = setting(2, "loader workers when --use-workers", minimum=0)
+    use_workers: bool = setting(False, "DataLoader worker processes (off: the rank's own process loads)")
+    use_val: bool = setting(True, "evaluate a validation split each epoch")
+    val_batch_size: int = setting(8, "the evaluation batch", minimum=1)
+    val_fraction: float = setting(0.1, "share of train labels held out for validation")
+    augment: bool = setting(True, "random affine + colour jitter on training frames")
+    max_steps: int = setting(0, "stop after this many global steps (0 = no limit)", minimum=0)
+    resume: bool = setting(False, "continue from RUN_DIR/checkpoints/last.pt")
+    run_id: str | None = setting(None, "the run this launch belongs to (the job name): a checkpoint of the "
+                                       "same run in RUN_DIR is continued without --resume (a launcher's restart)")
+    resize_lr_rule: str | None = setting(None, "resuming on another number of ranks or batch size, train at the "
+                                               "new global batch with the LR moved by this rule (default: keep "
+                                               "the checkpoint's global batch by gradient accumulation)",
+                                         choices=RESIZE_LR_RULES)
+    seed: int = setting(0, "fixes the init, the split and the data order")
+    weights: str | None = setting(None, "local weights file for the model (nothing is downloaded)")
+    backbone_weights: str | None = setting(None, "local torchvision ImageNet weights for the backbone "
+                                                 "(vgg16_bn / resnet18 / resnet34 .pth; nothing is downloaded)")
+    log_every: int = setting(10, "emit a step event every N steps", minimum=1)
+    system_interval: float = setting(2.0, "seconds between system events")
+    timing_every: int = setting(10, "every rank emits a timing event (where each step's time goes: data, copy, "
+                                    "compute, gradient exchange, optimizer) every N steps; 0 = off", minimum=0)
+    device: str = setting("auto", "where each rank computes (auto: a GPU per rank when torch sees one)",
+                          choices=DEVICES)
+    amp: bool = setting(True, "mixed precision (float16: GPU only; bfloat16: GPU and CPU)")
+    amp_dtype: str = setting("float16", "the mixed-precision type with --amp (bfloat16 also on CPUs)",
+                             choices=AMP_DTYPES)
+    channels_last: bool | None = setting(None, "NHWC memory format (default: on for GPU ranks)")
+    deterministic: bool = setting(False, "deterministic GPU algorithms: a resumed run ends bit-identical (slower)")
+    tensorboard: bool = setting(True, "TensorBoard event files under RUN_DIR/tensorboard/")
+    enable_snapshot: bool = setting(False, "snapshot PVC --pvc-name after a successful run")
+    pvc_name: str | None = setting(None, "PVC to snapshot at the end")
+    collective_timeout: float = setting(600.0, "seconds before a hung collective fails the run")
 
     @property
     def loader_workers(self) -> int:
@@ -168,6 +195,9 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         _validate(self)
         return self
+
+
+_META = {f.name: f.metadata for f in fields(TrainConfig)}
 
 
 def global_batch(batch_size: int, processes: int) -> int:
@@ -204,67 +234,28 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
     Defaults are ``None`` so :func:`config_from_args` can tell "not given" (use the env var,
     then the built-in default) from an explicit value.
     """
-    d = TrainConfig()
     skip = set(exclude)
     group = parser.add_argument_group(title)
-
-    class _Group:  # add_argument that skips excluded fields
-        @staticmethod
-        def add_argument(*flags: str, **kw: Any) -> None:
-            dest = kw.get("dest") or flags[0].lstrip("-").replace("-", "_")
-            if dest not in skip:
-                group.add_argument(*flags, **kw)
-
-    g = _Group()
-    g.add_argument("--data", help="TuSimple-layout dataset root (clips/ + label JSON files)")
-    g.add_argument("--run-dir", help="output directory written by rank 0")
-    g.add_argument("--epochs", type=int, help=f"epochs (default {d.epochs})")
-    g.add_argument("--batch-size", type=int, help=f"per-rank batch size (env BATCH_SIZE, default {d.batch_size})")
-    g.add_argument("--engine", help=f"{'|'.join(ENGINES)} (default auto: horovod when importable)")
-    g.add_argument("--backbone", help=f"{'|'.join(BACKBONES)} (default {d.backbone})")
-    g.add_argument("--lr", type=float, help=f"per-rank learning rate, scaled by world size (default {d.lr})")
-    g.add_argument("--momentum", type=float, help=f"SGD momentum (default {d.momentum})")
-    g.add_argument("--weight-decay", type=float, help=f"(default {d.weight_decay})")
-    g.add_argument("--warmup-steps", type=int, help=f"linear LR warm-up steps (default {d.warmup_steps})")
-    g.add_argument("--poly-power", type=float, help=f"poly LR decay power (default {d.poly_power})")
-    g.add_argument("--img-height", type=int, help=f"network input height, multiple of 8 (default {d.img_height})")
-    g.add_argument("--img-width", type=int, help=f"network input width, multiple of 8 (default {d.img_width})")
-    g.add_argument("--num-workers", type=int,
-                   help=f"loader workers when --use-workers (env NUM_WORKERS, default {d.num_workers})")
-    g.add_argument("--val-batch-size", type=int, help=f"(env VAL_BATCH_SIZE, default {d.val_batch_size})")
-    g.add_argument("--val-fraction", type=float,
-                   help=f"share of train labels held out for validation (default {d.val_fraction})")
-    g.add_argument("--max-steps", type=int, help="stop after this many global steps (0 = no limit)")
-    g.add_argument("--resume", action="store_true", default=None, help="continue from RUN_DIR/checkpoints/last.pt")
-    g.add_argument("--run-id", help="the run this launch belongs to (the job name): a checkpoint of the same "
-                   "run in RUN_DIR is continued without --resume (a launcher's restart)")
-    g.add_argument("--resize-lr-rule", help=f"{'|'.join(RESIZE_LR_RULES)}: resuming on another number of ranks "
-                   "or batch size, train at the new global batch with the LR moved by this rule (default: keep "
-                   "the checkpoint's global batch by gradient accumulation)")
-    g.add_argument("--deterministic", action="store_true", default=None,
-                   help="deterministic GPU algorithms: a resumed run ends bit-identical (slower)")
-    g.add_argument("--seed", type=int, help=f"(default {d.seed})")
-    g.add_argument("--weights", help="local weights file for the model (nothing is downloaded)")
-    g.add_argument("--backbone-weights", help="local torchvision ImageNet weights for the backbone "
-                   "(vgg16_bn / resnet18 / resnet34 .pth; nothing is downloaded)")
-    g.add_argument("--log-every", type=int, help=f"emit a step event every N steps (default {d.log_every})")
-    g.add_argument("--system-interval", type=float, help=f"seconds between system events (default {d.system_interval})")
-    g.add_argument("--timing-every", type=int,
-                   help="every rank emits a timing event (where each step's time goes: data, copy, compute, "
-                        f"gradient exchange, optimizer) every N steps; 0 = off (default {d.timing_every})")
-    g.add_argument("--device", help=f"{'|'.join(DEVICES)}: where each rank computes (default {d.device}: "
-                   "a GPU per rank when torch sees one)")
-    g.add_argument("--amp-dtype", help=f"{'|'.join(AMP_DTYPES)}: the mixed-precision type with --amp "
-                   f"(default {d.amp_dtype}; bfloat16 also on CPUs)")
-    g.add_argument("--collective-timeout", type=float,
-                   help=f"seconds before a hung collective fails the run (default {d.collective_timeout:g})")
-    g.add_argument("--pvc-name", help="PVC to snapshot at the end (env PVC_NAME)")
-    for name in NEGATABLE:
-        flag = name.replace("_", "-")
-        env = runai_variable(name)
-        hint = f" (env {env})" if env else ""
-        g.add_argument(f"--{flag}", dest=name, action="store_true", default=None, help=f"--{flag} / --no-{flag}{hint}")
-        g.add_argument(f"--no-{flag}", dest=name, action="store_false", default=None, help=argparse.SUPPRESS)
+    for f in fields(TrainConfig):
+        if f.name in skip:
+            continue
+        flag, meta, env = flag_name(f.name), f.metadata, runai_variable(f.name)
+        choices = setting_choices(f.name)
+        words = [f"env {env}"] if env else []
+        if f.default is not None and f.default != "" and not isinstance(f.default, bool):
+            words.append(f"default {f.default:g}" if isinstance(f.default, float) else f"default {f.default}")
+        text = (f"{'|'.join(choices)}: " if choices else "") + meta["help"]
+        text += f" ({', '.join(words)})" if words else ""
+        if f.name in NEGATABLE:
+            group.add_argument(flag, dest=f.name, action="store_true", default=None,
+                               help=f"{flag} / --no-{flag[2:]}: {text}")
+            group.add_argument("--no-" + flag[2:], dest=f.name, action="store_false", default=None,
+                               help=argparse.SUPPRESS)
+        elif isinstance(f.default, bool):  # a switch that exists only in its positive form (--resume)
+            group.add_argument(flag, dest=f.name, action="store_true", default=None, help=text)
+        else:
+            kind: Callable[[str], Any] = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
+            group.add_argument(flag, dest=f.name, type=kind, default=None, help=text)
     return parser
 
 
@@ -314,23 +305,16 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError("--run-dir is required: where rank 0 writes checkpoints, predictions and metrics")
     if Path(c.run_dir).exists() and not Path(c.run_dir).is_dir():
         raise ConfigError(f"--run-dir {c.run_dir!r} exists and is not a directory")
-    if c.engine not in ENGINES:
-        raise ConfigError(f"--engine {c.engine!r} is not one of {', '.join(ENGINES)}")
-    if c.device not in DEVICES:
-        raise ConfigError(f"--device {c.device!r} is not one of {', '.join(DEVICES)}")
-    if c.resize_lr_rule is not None and c.resize_lr_rule not in RESIZE_LR_RULES:
-        raise ConfigError(f"--resize-lr-rule {c.resize_lr_rule!r} is not one of {', '.join(RESIZE_LR_RULES)}")
-    if c.amp_dtype not in AMP_DTYPES:
-        raise ConfigError(f"--amp-dtype {c.amp_dtype!r} is not one of {', '.join(AMP_DTYPES)}")
-    if c.backbone not in list_models():
-        raise ConfigError(f"--backbone {c.backbone!r} is not one of {', '.join(list_models())}")
-    for name, minimum in (("epochs", 1), ("batch_size", 1), ("val_batch_size", 1), ("num_workers", 0),
-                          ("warmup_steps", 0), ("max_steps", 0), ("log_every", 1), ("timing_every", 0)):
-        value = getattr(c, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            env = runai_variable(name)
+    for f in fields(TrainConfig):  # the bounds and choices each setting declares
+        value, meta = getattr(c, f.name), f.metadata
+        choices = setting_choices(f.name)
+        if choices is not None and value is not None and value not in choices:
+            raise ConfigError(f"{flag_name(f.name)} {value!r} is not one of {', '.join(choices)}")
+        minimum = meta["minimum"]
+        if minimum is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
+            env = runai_variable(f.name)
             src = f" (or env {env})" if env else ""
-            raise ConfigError(f"--{name.replace('_', '-')}{src} must be an integer >= {minimum}, got {value!r}")
+            raise ConfigError(f"{flag_name(f.name)}{src} must be an integer >= {minimum}, got {value!r}")
     for name in ("img_height", "img_width"):
         value = getattr(c, name)
         if value < 32 or value % 8:
