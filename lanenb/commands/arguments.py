@@ -19,7 +19,7 @@ from lanenb.contract.backends import add_backend_arguments, backends_help, descr
 from lanenb.contract.fields import coerce_env
 from lanenb.contract.redact import REDACTED, redact_shapes
 from lanenb.contract.runai_env import runai_fields
-from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb.contract.spec import TRAINER_FIELDS, SpecError, TrainSpec
 from lanenb.errors import UserError
 from lanenb_trainer.config import BACKBONES, ENGINES, add_train_arguments
 from lanenb_trainer.flags import to_flags
@@ -31,10 +31,9 @@ __all__ = ["add_job_arguments", "job_flags", "add_run_arguments", "check_run_fla
 # the defaults --help names: TrainSpec's, which are the trainer's (one default each)
 _JOB = TrainSpec.field_defaults()
 
-# TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice.
-SPEC_TRAINER_FIELDS = ("data", "run_dir", "epochs", "batch_size", "engine", "backbone", "num_workers",
-                       "use_workers", "use_val", "val_batch_size", "max_steps", "enable_snapshot", "pvc_name",
-                       "run_id")
+# TrainConfig fields that TrainSpec sets itself (TrainSpec.trainer_args): not offered twice. Its
+# trainer fields, the worker switch it derives from num_workers, and the run id (the job's name)
+SPEC_TRAINER_FIELDS = (*TRAINER_FIELDS.values(), "use_workers", "run_id")
 
 # (flags, argparse keywords); dest is the TrainSpec field. The job's own flags: each backend's
 # come from its descriptor (job_flags(), dests "<section>.<option>" filling TrainSpec.backend_options)

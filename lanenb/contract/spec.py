@@ -40,7 +40,7 @@ from lanenb_trainer.config import BACKBONES, ENGINES, TrainConfig, global_batch 
 from lanenb_trainer.flags import to_flags
 from lanenb_trainer.model_registry import list_models
 
-__all__ = ["SpecError", "VolumeMount", "TrainSpec", "generate_job_name", "ENGINES", "BACKBONES",
+__all__ = ["SpecError", "VolumeMount", "TrainSpec", "TRAINER_FIELDS", "generate_job_name", "ENGINES", "BACKBONES",
            "PULL_POLICIES"]
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
@@ -438,3 +438,9 @@ def _init_with_sections(self: TrainSpec, *args: Any, **kwargs: Any) -> None:
 
 
 TrainSpec.__init__ = _init_with_sections  # type: ignore[method-assign]
+
+# TrainSpec field -> the TrainConfig field it sets on every rank (``trainer_args``): the job's
+# trainer settings, read from the two dataclasses (a field of the same name in both), never listed
+_SETTINGS = {t.name for t in dataclasses.fields(TrainConfig)}
+TRAINER_FIELDS: dict[str, str] = {"dataset": "data",
+                                  **{f.name: f.name for f in dataclasses.fields(TrainSpec) if f.name in _SETTINGS}}

@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from lanenb.contract.backends import get_backend
-from lanenb.contract.spec import SpecError, TrainSpec
+from lanenb.contract.spec import TRAINER_FIELDS, SpecError, TrainSpec
 from lanenb.home import default_run_dir
 from lanenb_trainer.errors import UserError
 
 __all__ = ["Problem", "validate"]
 
 # trainer flag -> TrainSpec field, so a trainer message lands on the right form control
-_FLAG_FIELDS = {"data": "dataset", "batch-size": "batch_size", "epochs": "epochs", "engine": "engine",
-                "backbone": "backbone", "run-dir": "run_dir", "max-steps": "max_steps",
-                "num-workers": "num_workers", "val-batch-size": "val_batch_size", "pvc-name": "pvc_name"}
+_FLAG_FIELDS = {trainer.replace("_", "-"): field for field, trainer in TRAINER_FIELDS.items()}
 
 
 @dataclass(frozen=True)
