@@ -36,9 +36,14 @@ from lanenb.contract.runai_env import runai_fields, runai_value
 from lanenb.contract.volumes import VolumeMount
 from lanenb.errors import SpecError
 from lanenb.kube.rules import parse_secret_ref
-from lanenb_trainer.config import BACKBONES, ENGINES, TrainConfig, global_batch  # one list for CLI, spec and trainer
+from lanenb_trainer.config import (  # one list for CLI, spec and trainer
+    BACKBONES,
+    ENGINES,
+    TrainConfig,
+    global_batch,
+    setting_choices,
+)
 from lanenb_trainer.flags import to_flags
-from lanenb_trainer.model_registry import list_models
 
 __all__ = ["SpecError", "VolumeMount", "TrainSpec", "TRAINER_FIELDS", "generate_job_name", "ENGINES", "BACKBONES",
            "PULL_POLICIES"]
@@ -227,11 +232,8 @@ class TrainSpec:
         return [
             self._check_dataset, coerce("env", coerce_env), self._apply_runai_env,
             coerce("processes", coerce_int, 1), coerce("gpus", coerce_int, 0),
-            coerce("batch_size", coerce_int, 1), coerce("epochs", coerce_int, 1),
-            coerce("max_steps", coerce_int, 0, optional=True), self._max_steps_zero_is_none,
-            coerce("num_workers", coerce_int, 0), coerce("val_batch_size", coerce_int, 1, optional=True),
+            *self._trainer_setting_checks(), self._max_steps_zero_is_none,
             coerce("max_restarts", coerce_int, 0),
-            coerce("engine", check_choice, ENGINES), coerce("backbone", check_choice, list_models()),
             self._check_image, coerce("image_pull_policy", check_choice, PULL_POLICIES),
             self._check_volumes, coerce("large_shm", coerce_bool),
             coerce("cpu", coerce_quantity), coerce("memory", coerce_quantity),
@@ -240,6 +242,21 @@ class TrainSpec:
             self._check_secret_refs, self._check_namespace, self._check_run_dir, self._check_extra_args,
             coerce("use_val", coerce_bool), coerce("labels", coerce_labels), self._check_backend_options,
         ]
+
+    def _trainer_setting_checks(self) -> list[Callable[[], None]]:
+        """The job's trainer settings checked by the bound or choices their ``TrainConfig`` field
+        declares (``setting``): one rule each, written once, in the trainer. A field whose job
+        default is None (``max_steps``, ``val_batch_size``: the trainer's own) may stay None."""
+        checks = []
+        defaults = self.field_defaults()
+        for field_name, setting in TRAINER_FIELDS.items():
+            minimum = TrainConfig.__dataclass_fields__[setting].metadata.get("minimum")
+            choices = setting_choices(setting)
+            if minimum is not None:
+                checks.append(self._coerce(field_name, coerce_int, minimum, optional=defaults[field_name] is None))
+            elif choices is not None:
+                checks.append(self._coerce(field_name, check_choice, choices))
+        return checks
 
     def _coerce(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], None]:
         return lambda: setattr(self, name, fn(name, getattr(self, name), *args, **kwargs))
