@@ -9,12 +9,12 @@ A "module:attribute" string defers the import to the first lookup.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, cast
 
 from lanenb_trainer.errors import UserError
 
-__all__ = ["Registry", "RegistryError", "check_entry", "load_factory"]
+__all__ = ["Registry", "RegistryError", "check_entry", "load_factory", "lazy_attributes"]
 
 T = TypeVar("T")
 
@@ -90,3 +90,16 @@ class Registry(Generic[T]):
 
     def create(self, name: str, **opts: Any) -> T:
         return self.resolve(name)(**opts)
+
+
+def lazy_attributes(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package's module ``__getattr__`` (PEP 562) that imports ``names[attr]`` (a module) on
+    the first use of ``attr``: a package can name what it holds without importing it (a backend's
+    package without its SDK, read by ``--help`` and the launch panel)."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return getattr(importlib.import_module(names[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

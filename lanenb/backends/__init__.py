@@ -9,8 +9,9 @@ behind a ``lanenb.backends`` entry point, or here as a folder with its ``descrip
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lanenb.plugins import lazy_attributes
 
 if TYPE_CHECKING:
     from lanenb.backends.azureml.options import AzureMLOptions
@@ -26,8 +27,4 @@ _OPTIONS = {
     "LocalOptions": "lanenb.backends.local.options",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _OPTIONS:
-        return getattr(importlib.import_module(_OPTIONS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _OPTIONS)

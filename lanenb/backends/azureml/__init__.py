@@ -5,8 +5,9 @@ The SDK (``azure-ai-ml``) is imported on first use only."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lanenb.plugins import lazy_attributes
 
 if TYPE_CHECKING:
     from lanenb.backends.azureml.backend import AzureMLBackend, AzureMLError
@@ -25,8 +26,4 @@ _LAZY = {
     "AzureMLOptions": "lanenb.backends.azureml.options",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -4,8 +4,9 @@ Kubernetes objects, ``backend.py`` the backend)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lanenb.plugins import lazy_attributes
 
 if TYPE_CHECKING:
     from lanenb.backends.fetch.backend import KubernetesFetchBackend
@@ -20,8 +21,4 @@ _LAZY = {
     "FetchSpec": "lanenb.backends.fetch.spec",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lanenb.plugins import lazy_attributes
 
 if TYPE_CHECKING:
     from lanenb.backends.kubernetes.backend import KubernetesBackend
@@ -22,8 +23,4 @@ _LAZY = {
     "KubernetesOptions": "lanenb.backends.kubernetes.options",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -220,6 +220,24 @@ class KubernetesBackend(Backend):
             self._create_network_policy(clients, spec, namespace, created or {}, handle)
         return handle
 
+    def _create_owned(self, clients: Clients, spec: TrainSpec, handle: dict[str, Any], body: dict[str, Any],
+                      create: Any, kind: str, purpose: str, fix: str) -> None:
+        """Create ``body``, an object owned by the MPIJob just made (deleted with it). When the
+        cluster refuses it, the MPIJob is deleted again rather than run without it, and the error
+        says why (a name taken, a status) and ``fix``; the failed request's body is never chained
+        (it may hold the values)."""
+        name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
+        try:
+            clients.raw(create, namespace, body, what=f"creating {kind} {name} {purpose}")
+        except (ApiException, KubernetesError) as exc:
+            self._undo_submit(spec, handle)
+            status = getattr(exc, "status", None)
+            why = (f"a {kind} named {name!r} already exists in namespace {namespace!r}: delete it (kubectl delete "
+                   f"{kind.lower()} {name} -n {namespace}) or pick another name=" if status == 409 else
+                   f"{status} {exc.reason}" if isinstance(exc, ApiException) else str(exc))
+            raise KubernetesAPIError(f"{fix.format(why=why, job=f'MPIJob {namespace}/{spec.name}')}", status,
+                                     None) from None
+
     def _create_network_policy(self, clients: Clients, spec: TrainSpec, namespace: str, job: dict[str, Any],
                                handle: dict[str, Any]) -> None:
         """The NetworkPolicy that lets only the job's own pods reach them (``build_network_policy``),
@@ -230,23 +248,13 @@ class KubernetesBackend(Backend):
         Raises:
             KubernetesAPIError: the policy could not be made; the MPIJob is deleted again first.
         """
-        body = build_network_policy(spec, namespace, job)
-        policy = body["metadata"]["name"]
-        try:
-            clients.raw(clients.networking.create_namespaced_network_policy, namespace, body,
-                        what=f"creating NetworkPolicy {policy} for the job's pods")
-        except (ApiException, KubernetesError) as exc:
-            status = getattr(exc, "status", None)
-            why = (f"a NetworkPolicy named {policy!r} already exists in namespace {namespace!r}: delete it "
-                   f"(kubectl delete networkpolicy {policy} -n {namespace}) or pick another name=" if status == 409 else
-                   f"{status} {exc.reason}" if isinstance(exc, ApiException) else str(exc))
-            self._undo_submit(spec, handle)
-            raise KubernetesAPIError(
-                f"cannot fence the job's pods with a NetworkPolicy ({why}), so MPIJob {namespace}/{spec.name} was "
-                f"deleted again rather than run with its rendezvous open to any pod; the submitter needs 'create' on "
-                f"networkpolicies (deploy/rbac-submitter.yaml), or pass --no-network-policy "
-                f"(k8s={{'network_policy': False}}) where the cluster's own policies isolate jobs", status, None
-            ) from None
+        self._create_owned(
+            clients, spec, handle, build_network_policy(spec, namespace, job),
+            clients.networking.create_namespaced_network_policy, "NetworkPolicy", "for the job's pods",
+            "cannot fence the job's pods with a NetworkPolicy ({why}), so {job} was deleted again rather than run "
+            "with its rendezvous open to any pod; the submitter needs 'create' on networkpolicies "
+            "(deploy/rbac-submitter.yaml), or pass --no-network-policy (k8s={{'network_policy': False}}) where the "
+            "cluster's own policies isolate jobs")
 
     def _undo_submit(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
         """Delete the MPIJob a failed submit step leaves (its owned objects go with it)."""
@@ -265,24 +273,13 @@ class KubernetesBackend(Backend):
         Raises:
             KubernetesAPIError: the Secret could not be made; the MPIJob is deleted again first.
         """
-        body = build_env_secret(spec, namespace, job)
-        secret = body["metadata"]["name"]
-        try:
-            clients.raw(clients.core.create_namespaced_secret, namespace, body,
-                        what=f"creating Secret {secret} for the job's secret env")
-        except (ApiException, KubernetesError) as exc:
-            self._undo_submit(spec, handle)
-            names = ", ".join(sorted(literal_secrets(spec)))
-            status = getattr(exc, "status", None)
-            why = (f"a Secret named {secret!r} already exists in namespace {namespace!r}: delete it (kubectl delete "
-                   f"secret {secret} -n {namespace}) or pick another name=" if status == 409 else
-                   f"{status} {exc.reason}" if isinstance(exc, ApiException) else str(exc))
-            raise KubernetesAPIError(
-                f"cannot keep the secret env variable(s) {names} in a Secret ({why}), so MPIJob {namespace}/"
-                f"{spec.name} was deleted again rather than run with them in clear; the submitter needs 'create' on "
-                f"secrets (deploy/rbac-submitter.yaml), or put them in a Secret yourself and pass "
-                f"-e NAME=secret:SECRET/KEY (env={{'NAME': 'secret:SECRET/KEY'}})", status, None
-            ) from None  # not chained: the failed request's body held the values
+        names = ", ".join(sorted(literal_secrets(spec)))
+        self._create_owned(
+            clients, spec, handle, build_env_secret(spec, namespace, job), clients.core.create_namespaced_secret,
+            "Secret", "for the job's secret env",
+            f"cannot keep the secret env variable(s) {names} in a Secret ({{why}}), so {{job}} was deleted again "
+            "rather than run with them in clear; the submitter needs 'create' on secrets (deploy/rbac-submitter.yaml), "
+            "or put them in a Secret yourself and pass -e NAME=secret:SECRET/KEY (env={{'NAME': 'secret:SECRET/KEY'}})")
 
     def _status_of(self, clients: Clients, namespace: str, name: str, job: dict[str, Any]) -> JobStatus:
         pods = pod_dicts(clients, namespace, name)

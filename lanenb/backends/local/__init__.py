@@ -3,8 +3,9 @@ supervisor process (``supervise.py``) that owns the job's log and exit record.""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lanenb.plugins import lazy_attributes
 
 if TYPE_CHECKING:
     from lanenb.backends.local.backend import LocalBackend
@@ -19,8 +20,4 @@ _LAZY = {
     "LocalOptions": "lanenb.backends.local.options",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
