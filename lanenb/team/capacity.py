@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from lanenb.charts.formats import format_duration
 from lanenb.team.reasons import GPU as GPU_KIND
 from lanenb.team.reasons import QUOTA
 from lanenb.team.rows import GPU, TeamJob, pod_gpus
@@ -93,11 +94,6 @@ def quota_use(quotas: Iterable[dict[str, Any]]) -> list[QuotaUse]:
     return sorted(out, key=lambda q: (q.namespace, q.quota))
 
 
-def _duration(seconds: float) -> str:
-    s = int(max(0.0, seconds))
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m" if s >= 3600 else f"{s // 60}m" if s >= 60 else f"{s}s"
-
-
 @dataclass(frozen=True)
 class RunningEnds:
     """The running jobs in the order they are expected to end (``ends``: time, why, job) and
@@ -156,7 +152,7 @@ def start_estimate(job: TeamJob, running: RunningEnds, free_now: int | None, now
         if free >= job.gpus:
             names = ", ".join(waited_for[:3]) + (f" and {len(waited_for) - 3} more" if len(waited_for) > 3 else "")
             verb = "ends" if len(waited_for) == 1 else "end"
-            return f"estimate: could start in ~{_duration(end - now)}, when {names} {verb}"
+            return f"estimate: could start in ~{format_duration(end - now)}, when {names} {verb}"
     unknown = running.unknown.get(job.namespace, 0) if same_ns else sum(running.unknown.values())
     return (f"no estimate: {job.gpus} GPUs needed, {free} free once the jobs with an ETA end"
             + (f"; {unknown} running job(s) have no ETA" if unknown else ""))

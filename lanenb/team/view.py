@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from lanenb.analysis.runstate import format_duration
+from lanenb.charts.formats import MISSING, format_duration, format_percent
 from lanenb.tables import Table
 from lanenb.team.capacity import NodeGpus, QuotaUse
 from lanenb.team.rows import TeamJob
@@ -91,8 +91,8 @@ class TeamView:
         progress = "-" if job.progress is None else f"{job.progress:.0%}" + (
             f" (ETA {format_duration(job.eta_s)})" if job.eta_s is not None else "")
         return [job.name, (job.user or "?") + (" (you)" if job.mine else ""), job.namespace, job.size,
-                job.status_text(), "-" if run is None else format_duration(run), progress, job.headline or "-",
-                "-" if job.gpu_util is None else f"{job.gpu_util:.0f}%"]
+                job.status_text(), format_duration(run), progress, job.headline or MISSING,
+                format_percent(None if job.gpu_util is None else job.gpu_util / 100)]
 
     def table(self) -> Table:
         where = "all namespaces" if self.scope == "cluster" else ", ".join(self.namespaces) or "no namespace"

@@ -63,9 +63,9 @@ def test_the_team_view_shows_every_users_jobs_and_why_each_pending_one_waits(tea
     assert [(q["namespace"], q["used"], q["hard"]) for q in data["quotas"]] == [("team-b", 2, 2)]
     # start estimates from the running jobs' ends: a-run by its ETA (8 min) frees 2 GPUs, b-run by its
     # deadline (1 h) 2 more: a-wait needs 4; b-quota needs 1 of team-b's quota, which b-run holds
-    assert re.fullmatch(r"estimate: could start in ~(59m|1h00m), when team-a/a-run \(ETA\), team-b/b-run "
+    assert re.fullmatch(r"estimate: could start in ~(59m \d+s|1h 0m), when team-a/a-run \(ETA\), team-b/b-run "
                         r"\(deadline\) end", got["a-wait"]["start_estimate"])
-    assert re.fullmatch(r"estimate: could start in ~(59m|1h00m), when team-b/b-run \(deadline\) ends",
+    assert re.fullmatch(r"estimate: could start in ~(59m \d+s|1h 0m), when team-b/b-run \(deadline\) ends",
                         got["b-quota"]["start_estimate"])
     assert got["b-image"]["start_estimate"] is None  # an image, not capacity: no estimate
     assert view.unreadable == []
