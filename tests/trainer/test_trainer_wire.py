@@ -60,6 +60,7 @@ def test_a_payload_is_refused_and_never_runs(tmp_path):
 
 
 PROGRAM = """
+import os
 import sys
 from pathlib import Path
 import torch
@@ -87,7 +88,12 @@ try:
 except UnsafePayloadError as exc:
     print(f"{engine.rank} refused: {exc}", flush=True)
 engine.barrier()
-engine.shutdown()
+if engine.name == "ddp":
+    # leave without tearing the gloo world down: what is tested is above, and destroying a world
+    # this short-lived aborts now and then in this torch build ("terminate called without an
+    # active exception", with the code before the wire format too)
+    os._exit(0)
+engine.shutdown()  # Horovod: MPI must finalize, or mpirun reports the rank as exiting improperly
 """
 
 
