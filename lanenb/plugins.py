@@ -70,10 +70,6 @@ class Registry(Generic[T]):
             raise self.error(f"{self.kind} {name!r} is already registered; pass override=True to replace it")
         self.entries[name] = factory
 
-    def unregister(self, name: str) -> None:
-        """Forget ``name`` (a notebook's own entry, a test's); unknown names are ignored."""
-        self.entries.pop(name, None)
-
     def names(self) -> list[str]:
         return sorted(self.entries)
 

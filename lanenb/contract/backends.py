@@ -83,17 +83,19 @@ def unregister_backend(name: str) -> None:
     _DESCRIPTORS.pop(name, None)
 
 
-_BUILTIN_NAMES: set[str] = set()  # the names BUILTIN's descriptors take
+_BUILTINS: dict[str, BackendDescriptor] = {}  # BUILTIN's descriptors by name, imported once
 
 
 def _load_builtins() -> None:
     """Register each built-in descriptor not registered yet (an explicit override stays)."""
-    for ref in BUILTIN:
-        descriptor: Any = load_factory("backend", ref, ref, BackendError)
-        if not isinstance(descriptor, BackendDescriptor):  # pragma: no cover - ours
-            raise BackendError(f"{ref} is not a BackendDescriptor")
-        _BUILTIN_NAMES.add(descriptor.name)
-        if descriptor.name not in _DESCRIPTORS:
+    if not _BUILTINS:
+        for ref in BUILTIN:
+            descriptor: Any = load_factory("backend", ref, ref, BackendError)
+            if not isinstance(descriptor, BackendDescriptor):  # pragma: no cover - ours
+                raise BackendError(f"{ref} is not a BackendDescriptor")
+            _BUILTINS[descriptor.name] = descriptor
+    for name, descriptor in _BUILTINS.items():
+        if name not in _DESCRIPTORS:
             register_descriptor(descriptor)
 
 
@@ -116,12 +118,12 @@ def load_entry_points(force: bool = False) -> list[str]:
         try:
             found = ep.load()
             descriptor = found() if callable(found) and not isinstance(found, BackendDescriptor) else found
-            if descriptor.name in _BUILTIN_NAMES and not descriptor.replaces_builtin:
+            if descriptor.name in _BUILTINS and not descriptor.replaces_builtin:
                 log.warning("lanenb.backends entry point %r (%s) names the built-in backend %r: ignored (set "
                             "replaces_builtin=True in its BackendDescriptor to replace it)", ep.name, ep.value,
                             descriptor.name)
                 continue
-            register_descriptor(descriptor, override=descriptor.name in _BUILTIN_NAMES)
+            register_descriptor(descriptor, override=descriptor.name in _BUILTINS)
         except Exception as exc:  # a third party's bug: say which, keep the rest usable
             log.warning("lanenb.backends entry point %r (%s) could not be loaded: %s", ep.name, ep.value, exc)
             continue

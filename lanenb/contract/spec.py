@@ -32,7 +32,7 @@ from lanenb.contract.fields import (
     coerce_quantity,
     reject_unknown,
 )
-from lanenb.contract.runai_env import runai_fields, runai_value
+from lanenb.contract.runai_env import RUNAI_ENV_FIELDS, runai_fields, runai_value
 from lanenb.contract.volumes import VolumeMount
 from lanenb.errors import SpecError
 from lanenb.kube.rules import parse_secret_ref
@@ -42,6 +42,7 @@ from lanenb_trainer.config import (  # one list for CLI, spec and trainer
     TrainConfig,
     global_batch,
     setting_choices,
+    setting_minimum,
 )
 from lanenb_trainer.flags import to_flags
 
@@ -61,9 +62,9 @@ def generate_job_name() -> str:
 _TRAINER = TrainConfig()
 
 
-# the fields RUN:AI variables stand for (runai_env.py): each takes its variable's value unless
-# given explicitly (``TrainSpec._given``), whatever the value given
-_RUNAI_FIELDS = ("batch_size", "use_val", "val_batch_size", "num_workers", "enable_snapshot", "pvc_name")
+# the fields RUN:AI variables stand for (runai_env.py; the worker pair stands for num_workers): each
+# takes its variable's value unless given explicitly (``TrainSpec._given``), whatever the value given
+_RUNAI_FIELDS = (*RUNAI_ENV_FIELDS.values(), "num_workers")
 
 
 @dataclass
@@ -250,8 +251,7 @@ class TrainSpec:
         checks = []
         defaults = self.field_defaults()
         for field_name, setting in TRAINER_FIELDS.items():
-            minimum = TrainConfig.__dataclass_fields__[setting].metadata.get("minimum")
-            choices = setting_choices(setting)
+            minimum, choices = setting_minimum(setting), setting_choices(setting)
             if minimum is not None:
                 checks.append(self._coerce(field_name, coerce_int, minimum, optional=defaults[field_name] is None))
             elif choices is not None:

@@ -54,6 +54,12 @@ def setting_choices(name: str) -> list[str] | None:
     return None if choices is None else list(choices() if callable(choices) else choices)
 
 
+def setting_minimum(name: str) -> int | None:
+    """The least integer setting ``name`` takes (None: not an integer with a bound)."""
+    minimum: int | None = _META[name]["minimum"]
+    return minimum
+
+
 @dataclass
 class TrainConfig:
     """What one rank trains: every ``python -m lanenb_trainer`` flag as a field (``--batch-size``
@@ -254,7 +260,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, exclude: Iterable[str] 
         elif isinstance(f.default, bool):  # a switch that exists only in its positive form (--resume)
             group.add_argument(flag, dest=f.name, action="store_true", default=None, help=text)
         else:
-            kind: Callable[[str], Any] = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
+            kind = type(f.default) if isinstance(f.default, (int, float)) else str  # numbers default to one
             group.add_argument(flag, dest=f.name, type=kind, default=None, help=text)
     return parser
 
@@ -306,11 +312,11 @@ def _validate(c: TrainConfig) -> None:
     if Path(c.run_dir).exists() and not Path(c.run_dir).is_dir():
         raise ConfigError(f"--run-dir {c.run_dir!r} exists and is not a directory")
     for f in fields(TrainConfig):  # the bounds and choices each setting declares
-        value, meta = getattr(c, f.name), f.metadata
+        value = getattr(c, f.name)
         choices = setting_choices(f.name)
         if choices is not None and value is not None and value not in choices:
             raise ConfigError(f"{flag_name(f.name)} {value!r} is not one of {', '.join(choices)}")
-        minimum = meta["minimum"]
+        minimum = setting_minimum(f.name)
         if minimum is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
             env = runai_variable(f.name)
             src = f" (or env {env})" if env else ""

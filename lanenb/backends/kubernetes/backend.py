@@ -11,7 +11,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -221,11 +221,11 @@ class KubernetesBackend(Backend):
         return handle
 
     def _create_owned(self, clients: Clients, spec: TrainSpec, handle: dict[str, Any], body: dict[str, Any],
-                      create: Any, kind: str, purpose: str, fix: str) -> None:
+                      create: Any, kind: str, purpose: str, fix: Callable[[str, str], str]) -> None:
         """Create ``body``, an object owned by the MPIJob just made (deleted with it). When the
         cluster refuses it, the MPIJob is deleted again rather than run without it, and the error
-        says why (a name taken, a status) and ``fix``; the failed request's body is never chained
-        (it may hold the values)."""
+        is ``fix(why, job)``: why (a name taken, a status) and what to do; the failed request's
+        body is never chained (it may hold the values)."""
         name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
         try:
             clients.raw(create, namespace, body, what=f"creating {kind} {name} {purpose}")
@@ -235,8 +235,7 @@ class KubernetesBackend(Backend):
             why = (f"a {kind} named {name!r} already exists in namespace {namespace!r}: delete it (kubectl delete "
                    f"{kind.lower()} {name} -n {namespace}) or pick another name=" if status == 409 else
                    f"{status} {exc.reason}" if isinstance(exc, ApiException) else str(exc))
-            raise KubernetesAPIError(f"{fix.format(why=why, job=f'MPIJob {namespace}/{spec.name}')}", status,
-                                     None) from None
+            raise KubernetesAPIError(fix(why, f"MPIJob {namespace}/{spec.name}"), status, None) from None
 
     def _create_network_policy(self, clients: Clients, spec: TrainSpec, namespace: str, job: dict[str, Any],
                                handle: dict[str, Any]) -> None:
@@ -251,9 +250,9 @@ class KubernetesBackend(Backend):
         self._create_owned(
             clients, spec, handle, build_network_policy(spec, namespace, job),
             clients.networking.create_namespaced_network_policy, "NetworkPolicy", "for the job's pods",
-            "cannot fence the job's pods with a NetworkPolicy ({why}), so {job} was deleted again rather than run "
-            "with its rendezvous open to any pod; the submitter needs 'create' on networkpolicies "
-            "(deploy/rbac-submitter.yaml), or pass --no-network-policy (k8s={{'network_policy': False}}) where the "
+            lambda why, job: f"cannot fence the job's pods with a NetworkPolicy ({why}), so {job} was deleted again "
+            "rather than run with its rendezvous open to any pod; the submitter needs 'create' on networkpolicies "
+            "(deploy/rbac-submitter.yaml), or pass --no-network-policy (k8s={'network_policy': False}) where the "
             "cluster's own policies isolate jobs")
 
     def _undo_submit(self, spec: TrainSpec, handle: dict[str, Any]) -> None:
@@ -277,9 +276,10 @@ class KubernetesBackend(Backend):
         self._create_owned(
             clients, spec, handle, build_env_secret(spec, namespace, job), clients.core.create_namespaced_secret,
             "Secret", "for the job's secret env",
-            f"cannot keep the secret env variable(s) {names} in a Secret ({{why}}), so {{job}} was deleted again "
-            "rather than run with them in clear; the submitter needs 'create' on secrets (deploy/rbac-submitter.yaml), "
-            "or put them in a Secret yourself and pass -e NAME=secret:SECRET/KEY (env={{'NAME': 'secret:SECRET/KEY'}})")
+            lambda why, job: f"cannot keep the secret env variable(s) {names} in a Secret ({why}), so {job} was "
+            "deleted again rather than run with them in clear; the submitter needs 'create' on secrets "
+            "(deploy/rbac-submitter.yaml), or put them in a Secret yourself and pass -e NAME=secret:SECRET/KEY "
+            "(env={'NAME': 'secret:SECRET/KEY'})")
 
     def _status_of(self, clients: Clients, namespace: str, name: str, job: dict[str, Any]) -> JobStatus:
         pods = pod_dicts(clients, namespace, name)
