@@ -348,14 +348,16 @@ def stop_sweep(name: str, confirm: Any, wait: float = SWEEP_STOP_WAIT_S) -> payl
 def _store(backend: Any, namespace: Any) -> Any:
     """The snapshot store a request names; the request's own mistakes are ``UserError``s that
     name the parameter (a ``namespace`` for the local store was a TypeError, a 500)."""
-    from lanenb.snapshots import get_store, store_takes_namespace
+    from lanenb.snapshots import available_stores, get_store, store_takes_namespace
 
     if not isinstance(backend, str) or not backend:
         raise UserError(f"backend={backend!r}: must be the name of a snapshot store (local, kubernetes)")
     if namespace is not None and not isinstance(namespace, str):
         raise UserError(f"namespace={namespace!r}: must be a Kubernetes namespace name")
     if namespace and not store_takes_namespace(backend):
-        raise UserError(f"namespace={namespace!r}: the {backend!r} snapshot store has no namespaces")
+        takes = ", ".join(n for n in available_stores() if store_takes_namespace(n))
+        raise UserError(f"namespace={namespace!r}: the {backend!r} snapshot store has no namespaces "
+                        f"(the stores that take one: {takes})")
     return get_store(backend, **({"namespace": namespace} if namespace else {}))
 
 

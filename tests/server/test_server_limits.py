@@ -28,7 +28,8 @@ async def _refused(fetch, *parts, **kwargs) -> tuple[int, str]:
     (("jobs",), {"limit": "100000"}, "limit=100000: must be an integer from 1 to 500"),
     (("jobs",), {"limit": "501"}, "limit=501: must be an integer from 1 to 500"),
     (("jobs",), {"limit": "1e9"}, "limit='1e9': must be an integer"),
-    (("snapshots",), {"namespace": "team-a"}, "namespace='team-a': the 'local' snapshot store has no namespaces"),
+    (("snapshots",), {"namespace": "team-a"}, ("namespace='team-a': the 'local' snapshot store has no namespaces "
+                                               "(the stores that take one: csi, kubernetes)")),
     (("snapshots", "diff"), {"a": "1", "b": "2", "namespace": "x"}, "namespace='x'"),
     (("snapshots",), {"backend": "nope"}, "unknown snapshot store 'nope'"),
 ])
